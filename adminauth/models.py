@@ -1,0 +1,83 @@
+"""Admin users (the portal's and the admin API's principals), admin tokens, and the audit trail."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
+from django.db import models
+
+
+class AdminUserManager(BaseUserManager["AdminUser"]):
+    def get_by_natural_key(self, username: str | None) -> AdminUser:
+        # Emails are compared case-insensitively: "Ops@Example.com" signs in as "ops@example.com".
+        return self.get(email_key=(username or "").strip().lower())
+
+    def create_user(self, email: str, password: str | None = None) -> AdminUser:
+        email = email.strip()
+        user = self.model(email=email, email_key=email.lower())
+        if password:
+            user.set_password(password)
+        else:
+            user.set_unusable_password()
+        user.save(using=self._db)
+        return user
+
+
+class AdminUser(AbstractBaseUser):
+    """An administrator. Created by the admin API's _login (no password) or by `manage.py createadmin`."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.CharField(max_length=320)
+    email_key = models.CharField(max_length=320, unique=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AdminUserManager()
+
+    USERNAME_FIELD = "email_key"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS: list[str] = []
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class AdminToken(models.Model):
+    """A bearer credential of the admin API; the secret itself is shown once, only its bcrypt hash kept."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(AdminUser, on_delete=models.CASCADE, related_name="tokens")
+    token_bcrypt = models.CharField(max_length=128)
+    disabled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+
+class AuditEntry(models.Model):
+    """One admin action: who, what, when, on which target, from where. Never holds secret values."""
+
+    id = models.BigAutoField(primary_key=True)
+    actor = models.ForeignKey(AdminUser, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    actor_email = models.CharField(max_length=320, blank=True, default="")
+    action = models.CharField(max_length=64)
+    target_type = models.CharField(max_length=32, blank=True, default="")
+    target_id = models.CharField(max_length=64, blank=True, default="")
+    directory_id = models.UUIDField(null=True, blank=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["action", "created_at"], name="audit_action"),
+            models.Index(fields=["directory_id", "created_at"], name="audit_directory"),
+            models.Index(fields=["actor", "created_at"], name="audit_actor"),
+        ]

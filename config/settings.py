@@ -1,0 +1,170 @@
+"""Roster settings. Every knob is an environment variable read through config.env (SPEC §2)."""
+
+from __future__ import annotations
+
+import logging
+
+from config.env import BASE_DIR, env, require
+
+DEBUG = env.bool("DEBUG", default=False)
+
+if DEBUG:
+    # A dev-only key; never used when DEBUG is off, where SECRET_KEY is required.
+    SECRET_KEY = env.str("SECRET_KEY", default="roster-dev-insecure-secret-key-do-not-use-in-production")
+else:
+    SECRET_KEY = require("SECRET_KEY", "Django needs it unless DEBUG is on")
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
+
+EXTERNAL_URL = env.str("EXTERNAL_URL", default="http://localhost:8000").rstrip("/")
+
+# Comma-separated API keys accepted on /api/v1 in addition to keys made with `manage.py apikey`.
+API_KEYS = [k.strip() for k in env.list("API_KEYS", default=[]) if k.strip()]
+
+ADMIN_ROOT_TOKEN = env.str("ADMIN_ROOT_TOKEN", default="") or None
+if ADMIN_ROOT_TOKEN and not DEBUG:
+    ADMIN_JWT_SECRET = require("ADMIN_JWT_SECRET", "ADMIN_ROOT_TOKEN is set and DEBUG is off")
+else:
+    ADMIN_JWT_SECRET = env.str("ADMIN_JWT_SECRET", default="") or SECRET_KEY
+ADMIN_JWT_LIFETIME_SECONDS = env.int("ADMIN_JWT_LIFETIME_SECONDS", default=8 * 3600)
+ADMIN_BCRYPT_COST = env.int("ADMIN_BCRYPT_COST", default=12)
+
+DB_ENCRYPTION_KEY = env.str("DB_ENCRYPTION_KEY", default="") or None
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or None
+WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
+WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=DEBUG)
+# Global receiver of directory-level events (dsync.created, dsync.deleted, ...).
+WEBHOOK_URL = env.str("WEBHOOK_URL", default="") or None
+WEBHOOK_SECRET = env.str("WEBHOOK_SECRET", default="") or None
+WEBHOOK_LOG_RETENTION_DAYS = env.int("WEBHOOK_LOG_RETENTION_DAYS", default=7)
+
+# The most resources one SCIM list page returns (advertised as filter.maxResults).
+SCIM_MAX_RESULTS = env.int("SCIM_MAX_RESULTS", default=1000)
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "directories",
+    "scim",
+    "webhooks",
+    "adminauth",
+    "portal",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+(BASE_DIR / "var").mkdir(exist_ok=True)
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'roster.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Persistent connections: a new PostgreSQL connection per request costs several ms.
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+else:
+    DATABASES["default"].setdefault("OPTIONS", {})
+    # WAL + a busy timeout lets the dev server and in-process webhook threads share the file.
+    DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+    DATABASES["default"]["OPTIONS"].setdefault("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+    DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS: list[dict] = []
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = DEBUG
+
+# The SCIM endpoint caps bodies itself (413, RFC 7644 error); this keeps Django's own parser in line.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
+LOGIN_URL = "/portal/login"
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "directories.envelope.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Roster REST API",
+    "DESCRIPTION": "Directory sync: directories, users and groups pushed by identity providers over SCIM.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Celery: with no broker, tasks run in-process after commit (webhooks.dispatch decides how).
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_ACKS_LATE = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 4
+CELERY_TASK_TIME_LIMIT = 120
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # Request lines carry SCIM filter strings (userName values are PII, RFC 7644 §7.5.2).
+        "django.server": {"level": "WARNING"},
+    },
+}
+
+if not DB_ENCRYPTION_KEY:
+    logging.getLogger("roster.settings").warning(
+        "DB_ENCRYPTION_KEY is not set: SCIM and webhook secrets are stored in clear in the database."
+    )
+AUTH_USER_MODEL = "adminauth.AdminUser"

@@ -1,0 +1,57 @@
+"""The {data, error} envelope of the REST and admin APIs (SPEC §1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import JsonResponse
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from directories.errors import RosterError
+
+
+def ok(data: Any, status: int = 200) -> Response:
+    return Response({"data": data, "error": None}, status=status)
+
+
+def fail(message: str, status: int) -> Response:
+    return Response({"data": None, "error": {"message": message, "code": status}}, status=status)
+
+
+def fail_json(message: str, status: int) -> JsonResponse:
+    """The envelope for plain Django views (404/500 handlers, middleware)."""
+    return JsonResponse({"data": None, "error": {"message": message, "code": status}}, status=status)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    """DRF's exception handler: every error of an API view leaves in the envelope."""
+    if isinstance(exc, RosterError):
+        return fail(exc.message, exc.status)
+    if isinstance(exc, exceptions.APIException):
+        detail = exc.detail
+        if isinstance(detail, dict | list):
+            message = "; ".join(_flatten(detail)) or "Bad request."
+        else:
+            message = str(detail)
+        response = fail(message, exc.status_code)
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            response.status_code = 401
+            response.data["error"]["code"] = 401
+            response["WWW-Authenticate"] = 'Bearer realm="roster"'
+        return response
+    return None
+
+
+def _flatten(detail: Any, prefix: str = "") -> list[str]:
+    if isinstance(detail, dict):
+        out: list[str] = []
+        for key, value in detail.items():
+            out += _flatten(value, f"{key}: " if key != "non_field_errors" else "")
+        return out
+    if isinstance(detail, list):
+        out = []
+        for item in detail:
+            out += _flatten(item, prefix)
+        return out
+    return [f"{prefix}{detail}"]

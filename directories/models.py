@@ -1,0 +1,143 @@
+"""Directories, API keys, and the users/groups/memberships that identity providers push.
+
+Uniqueness lives in the database: `user_name_key` and `display_name_key` hold the comparison form
+of userName/displayName (NFC + casefold, RFC 7643 caseExact=false, RFC 7644 §7.8) and carry the
+per-directory unique constraints, so concurrent creates cannot both win. The original value is kept
+exactly as sent (`user_name`, `display_name`, and `raw`).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import uuid
+
+from django.db import models
+
+from directories.crypto import EncryptedTextField
+
+
+def comparison_key(value: str) -> str:
+    """The form in which case-insensitive SCIM strings are compared and made unique."""
+    return unicodedata.normalize("NFC", value).casefold()
+
+
+class DirectoryType(models.TextChoices):
+    OKTA = "okta-scim-v2", "Okta"
+    AZURE = "azure-scim-v2", "Microsoft Entra ID"
+    ONELOGIN = "onelogin-scim-v2", "OneLogin"
+    JUMPCLOUD = "jumpcloud-scim-v2", "JumpCloud"
+    GENERIC = "generic-scim-v2", "Generic SCIM 2.0"
+
+
+class Directory(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    tenant = models.CharField(max_length=200)
+    product = models.CharField(max_length=200)
+    type = models.CharField(max_length=32, choices=DirectoryType.choices, default=DirectoryType.GENERIC)
+    log_webhook_events = models.BooleanField(default=False)
+    deactivated = models.BooleanField(default=False)
+    scim_secret = EncryptedTextField()
+    webhook_url = models.CharField(max_length=2048, blank=True, default="")
+    webhook_secret = EncryptedTextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["tenant", "product", "created_at", "id"], name="directory_tenant_product")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.tenant}/{self.product})"
+
+    @property
+    def has_webhook(self) -> bool:
+        return bool(self.webhook_url)
+
+
+class ApiKey(models.Model):
+    """A REST API key made with `manage.py apikey create`. Only a SHA-256 digest is stored."""
+
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=16, help_text="First characters of the key, to tell keys apart.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class DirectoryUser(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    directory = models.ForeignKey(Directory, on_delete=models.CASCADE, related_name="users")
+    user_name = models.CharField(max_length=512)
+    user_name_key = models.CharField(max_length=512)
+    external_id = models.CharField(max_length=512, null=True, blank=True)
+    first_name = models.CharField(max_length=512, blank=True, default="")
+    last_name = models.CharField(max_length=512, blank=True, default="")
+    email = models.CharField(max_length=512, blank=True, default="")
+    active = models.BooleanField(default=True)
+    raw = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["directory", "user_name_key"], name="user_name_unique_per_directory"),
+        ]
+        indexes = [
+            models.Index(fields=["directory", "created_at", "id"], name="user_directory_order"),
+            models.Index(fields=["directory", "external_id"], name="user_directory_external_id"),
+            models.Index(fields=["directory", "email"], name="user_directory_email"),
+        ]
+
+    def __str__(self) -> str:
+        return self.user_name
+
+
+class DirectoryGroup(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    directory = models.ForeignKey(Directory, on_delete=models.CASCADE, related_name="groups")
+    display_name = models.CharField(max_length=512)
+    display_name_key = models.CharField(max_length=512)
+    external_id = models.CharField(max_length=512, null=True, blank=True)
+    raw = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    members = models.ManyToManyField(DirectoryUser, through="GroupMembership", related_name="groups")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["directory", "display_name_key"], name="group_display_name_unique_per_directory"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["directory", "created_at", "id"], name="group_directory_order"),
+            models.Index(fields=["directory", "external_id"], name="group_directory_external_id"),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+
+class GroupMembership(models.Model):
+    """One user in one group. Both sides belong to the same directory (checked by the services)."""
+
+    group = models.ForeignKey(DirectoryGroup, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(DirectoryUser, on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["group", "user"], name="membership_unique")]
+        indexes = [models.Index(fields=["user"], name="membership_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.group_id}"

@@ -1,0 +1,192 @@
+"""Writes on directories and API keys. Every surface (REST, admin API, portal, manage.py) calls these."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from directories.errors import ValidationFailed
+from directories.models import ApiKey, Directory, DirectoryType
+from directories.rendering import directory_data
+from webhooks.models import WebhookEvent
+from webhooks.services import directory_event_record
+from webhooks.urlcheck import validate_webhook_url
+
+ALLOWED_TYPES = [choice.value for choice in DirectoryType]
+UPDATABLE_FIELDS = ("name", "webhook_url", "webhook_secret", "log_webhook_events", "deactivated")
+
+
+def secret_generate() -> str:
+    """A url-safe secret with 32 random bytes (256 bits) behind it."""
+    return secrets.token_urlsafe(32)
+
+
+def _string(data: dict[str, Any], field: str, *, max_length: int = 200) -> str | None:
+    value = data.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationFailed(f"{field} must be a string.", field=field)
+    value = value.strip()
+    if len(value) > max_length:
+        raise ValidationFailed(f"{field} must be at most {max_length} characters.", field=field)
+    return value
+
+
+def _boolean(data: dict[str, Any], field: str) -> bool | None:
+    value = data.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise ValidationFailed(f"{field} must be true or false.", field=field)
+    return value
+
+
+def _tenant_or_product(data: dict[str, Any], field: str) -> str:
+    value = _string(data, field)
+    if not value:
+        raise ValidationFailed(f"{field} is required.", field=field)
+    if ":" in value:
+        raise ValidationFailed(f"{field} must not contain ':'.", field=field)
+    return value
+
+
+def _webhook_fields(data: dict[str, Any], *, current_url: str) -> tuple[str | None, str | None]:
+    url = _string(data, "webhook_url", max_length=2048)
+    secret = _string(data, "webhook_secret", max_length=512)
+    if url:
+        validate_webhook_url(url)
+    effective_url = current_url if url is None else url
+    if secret and not effective_url:
+        raise ValidationFailed("webhook_secret needs a webhook_url.", field="webhook_secret")
+    return url, secret
+
+
+def directory_create(*, data: dict[str, Any]) -> Directory:
+    """Create a directory from request data (name, tenant, product, type, webhook_url, webhook_secret,
+    log_webhook_events), raising ValidationFailed with a message naming the bad field."""
+    if not isinstance(data, dict):
+        raise ValidationFailed("The body must be a JSON object.")
+    tenant = _tenant_or_product(data, "tenant")
+    product = _tenant_or_product(data, "product")
+    dir_type = _string(data, "type", max_length=64) or DirectoryType.GENERIC.value
+    if dir_type not in ALLOWED_TYPES:
+        raise ValidationFailed(f"type must be one of: {', '.join(ALLOWED_TYPES)}.", field="type")
+    name = _string(data, "name") or f"{tenant} {product} ({DirectoryType(dir_type).label})"
+    webhook_url, webhook_secret = _webhook_fields(data, current_url="")
+    log_events = _boolean(data, "log_webhook_events") or False
+    with transaction.atomic():
+        directory = Directory.objects.create(
+            name=name,
+            tenant=tenant,
+            product=product,
+            type=dir_type,
+            log_webhook_events=log_events,
+            scim_secret=secret_generate(),
+            webhook_url=webhook_url or "",
+            webhook_secret=(webhook_secret or secret_generate()) if webhook_url else "",
+        )
+        directory_event_record(directory=directory, event_type="dsync.created", data=_public(directory))
+    return directory
+
+
+def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Directory, list[str]]:
+    """Apply a partial update; returns the directory and the names of fields that really changed."""
+    if not isinstance(data, dict):
+        raise ValidationFailed("The body must be a JSON object.")
+    unknown = sorted(set(data) - set(UPDATABLE_FIELDS))
+    if unknown:
+        raise ValidationFailed(
+            f"Unknown field(s): {', '.join(unknown)}. Updatable: {', '.join(UPDATABLE_FIELDS)}.", field=unknown[0]
+        )
+    changes: dict[str, Any] = {}
+    name = _string(data, "name")
+    if "name" in data:
+        if not name:
+            raise ValidationFailed("name must not be empty.", field="name")
+        changes["name"] = name
+    if "webhook_url" in data and data["webhook_url"] in ("", None):
+        # Removing the webhook removes its secret too: a directory without an endpoint sends nothing.
+        changes["webhook_url"] = ""
+        changes["webhook_secret"] = ""
+        if data.get("webhook_secret"):
+            raise ValidationFailed("webhook_secret needs a webhook_url.", field="webhook_secret")
+    else:
+        url, secret = _webhook_fields(data, current_url=directory.webhook_url)
+        if url is not None:
+            changes["webhook_url"] = url
+            if not directory.webhook_secret and not secret:
+                changes["webhook_secret"] = secret_generate()
+        if secret:
+            changes["webhook_secret"] = secret
+    for flag in ("log_webhook_events", "deactivated"):
+        value = _boolean(data, flag)
+        if value is not None:
+            changes[flag] = value
+    changed = [f for f, v in changes.items() if getattr(directory, f) != v]
+    if not changed:
+        return directory, []
+    with transaction.atomic():
+        for field in changed:
+            setattr(directory, field, changes[field])
+        directory.save(update_fields=[*changed, "updated_at"])
+        if "deactivated" in changed:
+            event = "dsync.deactivated" if directory.deactivated else "dsync.activated"
+            directory_event_record(directory=directory, event_type=event, data=_public(directory))
+    return directory, changed
+
+
+def directory_delete(*, directory: Directory) -> None:
+    """Delete a directory with its users, groups, memberships, pending events and delivery log."""
+    with transaction.atomic():
+        payload = _public(directory)
+        WebhookEvent.objects.filter(directory_id=directory.id, target="directory").delete()
+        directory_event_record(directory=directory, event_type="dsync.deleted", data=payload)
+        directory.delete()
+
+
+def directory_scim_secret_rotate(*, directory: Directory) -> Directory:
+    directory.scim_secret = secret_generate()
+    directory.save(update_fields=["scim_secret", "updated_at"])
+    return directory
+
+
+def directory_webhook_secret_rotate(*, directory: Directory) -> Directory:
+    if not directory.webhook_url:
+        raise ValidationFailed("This directory has no webhook_url, so it has no webhook secret to rotate.")
+    directory.webhook_secret = secret_generate()
+    directory.save(update_fields=["webhook_secret", "updated_at"])
+    return directory
+
+
+def _public(directory: Directory) -> dict[str, Any]:
+    """The directory as sent in dsync.* events: without its SCIM and webhook secrets."""
+    data = directory_data(directory)
+    data["scim"] = {k: v for k, v in data["scim"].items() if k != "secret"}
+    data["webhook"] = {"endpoint": data["webhook"]["endpoint"]}
+    return data
+
+
+def api_key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def api_key_create(*, name: str) -> tuple[ApiKey, str]:
+    """Create an API key; returns the row and the key itself, which is not stored and shown only once."""
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("name is required.", field="name")
+    key = "rk_" + secrets.token_urlsafe(32)
+    row = ApiKey.objects.create(name=name, prefix=key[:10], key_hash=api_key_hash(key))
+    return row, key
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key

@@ -24,7 +24,9 @@ def directory_a(db) -> Directory:  # noqa: ANN001
 
 @pytest.fixture
 def directory_b(db) -> Directory:  # noqa: ANN001
-    return directory_create(data={"name": "Globex Entra", "tenant": "globex", "product": "crm", "type": "azure-scim-v2"})
+    return directory_create(
+        data={"name": "Globex Entra", "tenant": "globex", "product": "crm", "type": "azure-scim-v2"}
+    )
 
 
 @pytest.fixture

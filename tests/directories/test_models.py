@@ -43,11 +43,15 @@ def test_secrets_are_sealed_at_rest_when_a_key_is_set(settings, db) -> None:  # 
     settings.DB_ENCRYPTION_KEY = "a-test-encryption-key-with-entropy"
     directory = directory_create(data={"tenant": "t", "product": "p", "webhook_url": "https://example.com/h"})
     with connection.cursor() as cursor:
-        cursor.execute("SELECT scim_secret, webhook_secret FROM directories_directory WHERE id = %s", [directory.id.hex])
+        cursor.execute(
+            "SELECT scim_secret, webhook_secret FROM directories_directory WHERE id = %s", [directory.id.hex]
+        )
         row = cursor.fetchone() if connection.vendor == "sqlite" else None
     if row is None:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT scim_secret, webhook_secret FROM directories_directory WHERE id = %s", [directory.id])
+            cursor.execute(
+                "SELECT scim_secret, webhook_secret FROM directories_directory WHERE id = %s", [directory.id]
+            )
             row = cursor.fetchone()
     assert row[0].startswith("enc:v1:") and directory.scim_secret not in row[0]
     assert row[1].startswith("enc:v1:")

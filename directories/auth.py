@@ -1,0 +1,42 @@
+"""API-key authentication of the REST API (SPEC §1: `Authorization: Bearer <API key>`)."""
+
+from __future__ import annotations
+
+import hmac
+
+from django.conf import settings
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from directories.models import ApiKey
+from directories.services import api_key_hash
+
+
+def api_key_resolve(header: str | None) -> str | ApiKey | None:
+    """Return the principal for an Authorization header: the env key string or the ApiKey row, else None."""
+    if not header:
+        return None
+    scheme, _, key = header.partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key or " " in key:
+        return None
+    matched: str | None = None
+    for configured in settings.API_KEYS:
+        # Compare against every configured key, so timing does not reveal which one matched.
+        if hmac.compare_digest(configured.encode(), key.encode()):
+            matched = configured
+    if matched is not None:
+        return matched
+    # Looking up by the SHA-256 digest leaks nothing useful about the key through timing.
+    return ApiKey.objects.filter(key_hash=api_key_hash(key), revoked_at__isnull=True).first()
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[None, str | ApiKey]:
+        principal = api_key_resolve(request.META.get("HTTP_AUTHORIZATION"))
+        if principal is None:
+            raise exceptions.AuthenticationFailed("Missing or invalid API key. Send Authorization: Bearer <key>.")
+        return (None, principal)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="roster"'

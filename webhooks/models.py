@@ -36,3 +36,39 @@ class WebhookEvent(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["state", "created_at"], name="event_state_created")]
+
+
+class WebhookDelivery(models.Model):
+    """One delivery attempt, kept only when the directory has `log_webhook_events` on (SPEC §5).
+
+    The row copies what it needs from the outbox event (id, type, payload), so the outbox row can be
+    purged independently. It cascades with its directory: deleting a directory deletes its log.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    directory = models.ForeignKey("directories.Directory", on_delete=models.CASCADE, related_name="webhook_deliveries")
+    event_id = models.UUIDField(db_index=True)
+    event_type = models.CharField(max_length=64)
+    endpoint = models.CharField(max_length=2048, blank=True, default="")
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    # e.g. "HTTPStatus", "Timeout", "ConnectionRefused", "Redirect", "BlockedAddress", "WorkerLost", "Dropped".
+    error_class = models.CharField(max_length=64, blank=True, default="")
+    error_message = models.CharField(max_length=500, blank=True, default="")
+    response_excerpt = models.TextField(blank=True, default="")
+    payload = models.TextField()
+    delivered = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    attempted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["directory", "created_at", "id"], name="delivery_directory_created"),
+            models.Index(fields=["directory", "delivered", "created_at"], name="delivery_directory_failed"),
+            models.Index(fields=["created_at"], name="delivery_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} {self.event_id} ({'delivered' if self.delivered else 'failed'})"

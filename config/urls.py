@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import include, path, re_path
+
+from directories.errorpages import api_not_found
 
 urlpatterns = [
     path("", include("directories.urls")),
@@ -11,3 +13,9 @@ urlpatterns = [
     path("portal/", include("portal.urls")),
     path("", include("webhooks.urls")),
 ]
+
+# Unknown paths under the API prefixes answer in their surface's error format, with DEBUG on too
+# (Django shows its HTML technical 404 in DEBUG instead of calling handler404). Kept last.
+urlpatterns.append(re_path(r"^(?:api/v1|api/scim|auditlog)(?:/(?P<rest>.*))?$", api_not_found))
+handler404 = "directories.errorpages.handler404"
+handler500 = "directories.errorpages.handler500"

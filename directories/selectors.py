@@ -7,7 +7,8 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from directories.models import Directory, DirectoryGroup, DirectoryUser
+from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.services import api_key_hash
 
 
 def _uuid(value: Any) -> uuid.UUID | None:
@@ -58,3 +59,72 @@ def directory_user_get(*, directory: Directory, user_id: Any) -> DirectoryUser |
 def directory_group_get(*, directory: Directory, group_id: Any) -> DirectoryGroup | None:
     pk = _uuid(group_id)
     return None if pk is None else DirectoryGroup.objects.filter(directory=directory, pk=pk).first()
+
+
+def tenant_directory_get(*, tenant: str, product: str, directory_id: Any) -> Directory | None:
+    """A directory by id, but only if it belongs to tenant + product (else None, like a missing one)."""
+    pk = _uuid(directory_id)
+    if pk is None:
+        return None
+    return Directory.objects.filter(pk=pk, tenant=tenant, product=product).first()
+
+
+def tenant_users(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryUser]:
+    """Users of every directory of tenant + product (or of one of them), oldest first.
+
+    The order (created_at, id) never changes for a row, so pages do not shift while a client walks them.
+    """
+    qs = DirectoryUser.objects.filter(directory__tenant=tenant, directory__product=product)
+    if directory_id is not None:
+        qs = qs.filter(directory_id=directory_id)
+    return qs.order_by("created_at", "id")
+
+
+def tenant_groups(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryGroup]:
+    qs = DirectoryGroup.objects.filter(directory__tenant=tenant, directory__product=product)
+    if directory_id is not None:
+        qs = qs.filter(directory_id=directory_id)
+    return qs.order_by("created_at", "id")
+
+
+def tenant_user_get(*, tenant: str, product: str, user_id: Any) -> DirectoryUser | None:
+    """A user of tenant + product; another tenant's user is None exactly like a missing one."""
+    pk = _uuid(user_id)
+    if pk is None:
+        return None
+    return DirectoryUser.objects.filter(pk=pk, directory__tenant=tenant, directory__product=product).first()
+
+
+def tenant_group_get(*, tenant: str, product: str, group_id: Any) -> DirectoryGroup | None:
+    pk = _uuid(group_id)
+    if pk is None:
+        return None
+    return DirectoryGroup.objects.filter(pk=pk, directory__tenant=tenant, directory__product=product).first()
+
+
+def group_member_ids(*, group: DirectoryGroup) -> list[uuid.UUID]:
+    """Ids of the group's users, in the order they joined."""
+    return list(GroupMembership.objects.filter(group=group).order_by("id").values_list("user_id", flat=True))
+
+
+def api_key_find(*, ref: str) -> list[ApiKey]:
+    """API keys matching a reference given on the command line: numeric id, prefix, or the full key."""
+    ref = ref.strip()
+    if not ref:
+        return []
+    if ref.isdigit():
+        return list(ApiKey.objects.filter(pk=int(ref)))
+    by_hash = list(ApiKey.objects.filter(key_hash=api_key_hash(ref)))
+    if by_hash:
+        return by_hash
+    if len(ref) < 6:
+        # "rk_" alone (or nearly) would name every key; a revoke must point at one on purpose.
+        return []
+    # The stored prefix is the key's first characters: a reference may be shorter (a start of the
+    # prefix) or longer (the prefix plus more of the key), but must agree with it either way.
+    candidates = ApiKey.objects.filter(prefix__startswith=ref[:10])
+    return [row for row in candidates if ref.startswith(row.prefix) or row.prefix.startswith(ref)]
+
+
+def api_key_list() -> QuerySet[ApiKey]:
+    return ApiKey.objects.order_by("created_at", "id")

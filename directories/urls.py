@@ -1,3 +1,32 @@
+"""REST routes (SPEC §3). `/api/v1/dsync/…` is an alias of `/api/v1/directory-sync/…`.
+
+Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
+`<directory_id>/events` belongs to webhooks.urls (the delivery log).
+"""
+
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+
+from directories import apis
+from directories.health import healthz
+from directories.openapi import RestSchemaView
+
+
+def _routes(prefix: str, suffix: str) -> list:
+    return [
+        path(prefix, apis.DirectoryListCreateApi.as_view(), name=f"directory-list{suffix}"),
+        path(f"{prefix}/users", apis.UserListApi.as_view(), name=f"user-list{suffix}"),
+        path(f"{prefix}/users/<str:user_id>", apis.UserDetailApi.as_view(), name=f"user-detail{suffix}"),
+        path(f"{prefix}/groups", apis.GroupListApi.as_view(), name=f"group-list{suffix}"),
+        path(f"{prefix}/groups/<str:group_id>", apis.GroupDetailApi.as_view(), name=f"group-detail{suffix}"),
+        path(f"{prefix}/<str:directory_id>", apis.DirectoryDetailApi.as_view(), name=f"directory-detail{suffix}"),
+    ]
+
+
+urlpatterns = [
+    *_routes("api/v1/directory-sync", ""),
+    *_routes("api/v1/dsync", "-dsync"),
+    path("api/v1/schema", RestSchemaView.as_view(), name="rest-schema"),
+    path("healthz", healthz, name="healthz"),
+]

@@ -1,0 +1,272 @@
+"""REST API of SPEC §3 under /api/v1/directory-sync (and the /api/v1/dsync alias).
+
+Views are thin: read the query or body, call one selector or service, render the SPEC shape in the
+`{data, error}` envelope. Bodies are parsed with orjson and validated by the services instead of DRF
+serializers, which would double the cost of a request (CEILING.md) and duplicate the rules.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from django.core.exceptions import RequestDataTooBig
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from adminauth.services import audit_record
+from directories import openapi as doc
+from directories.auth import ApiKeyAuthentication
+from directories.envelope import ok
+from directories.errors import NotFound, RosterError, ValidationFailed
+from directories.models import ApiKey, Directory
+from directories.renderers import OrjsonRenderer
+from directories.rendering import directory_data, group_data, user_data
+from directories.selectors import (
+    directory_get,
+    directory_list,
+    group_member_ids,
+    tenant_directory_get,
+    tenant_group_get,
+    tenant_groups,
+    tenant_user_get,
+    tenant_users,
+)
+from directories.services import directory_create, directory_delete, directory_update
+
+PAGE_LIMIT_DEFAULT = 100
+PAGE_LIMIT_MAX = 1000
+# Beyond any real table, and far below the 64-bit limit where SQLite and PostgreSQL reject OFFSET.
+_PAGE_OFFSET_CEILING = 10**15
+_DIGITS = re.compile(r"[0-9]{1,30}")
+
+
+class ApiView(APIView):
+    """Base of every REST view: API-key auth, orjson out, errors through directories.envelope."""
+
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes: list = []
+    renderer_classes = [OrjsonRenderer]
+    # Bodies are read by json_body(); the parser is listed so the schema says the API takes JSON.
+    parser_classes = [JSONParser]
+
+
+def json_body(request: Request) -> Any:
+    """The request body as JSON. An empty body is `{}`; the Content-Type is not required to say JSON,
+    so `curl -d '{...}'` (which sends form encoding) works as people expect."""
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise RosterError("The request body is too large.", status=413) from None
+    if not raw.strip():
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise ValidationFailed("The request body is not valid JSON.") from None
+
+
+def tenant_product(request: Request) -> tuple[str, str]:
+    """The required `tenant` and `product` query parameters."""
+    values = []
+    for name in ("tenant", "product"):
+        value = request.query_params.get(name, "").strip()
+        if not value:
+            raise ValidationFailed(f"The query parameter {name} is required.", field=name)
+        values.append(value)
+    return values[0], values[1]
+
+
+def _page_number(request: Request, name: str, default: int) -> int:
+    value = request.query_params.get(name, "").strip()
+    if not value:
+        return default
+    if not _DIGITS.fullmatch(value):
+        raise ValidationFailed(f"{name} must be a non-negative integer.", field=name)
+    return int(value)
+
+
+def paging(request: Request) -> tuple[int, int]:
+    """`pageOffset` (default 0) and `pageLimit` (default 100, capped at 1000) as (offset, limit)."""
+    offset = min(_page_number(request, "pageOffset", 0), _PAGE_OFFSET_CEILING)
+    limit = min(_page_number(request, "pageLimit", PAGE_LIMIT_DEFAULT), PAGE_LIMIT_MAX)
+    return offset, limit
+
+
+def _directory_filter(request: Request, tenant: str, product: str) -> Directory | None:
+    """The optional `directoryId`: it must be a directory of this tenant + product, else 404."""
+    directory_id = request.query_params.get("directoryId", "").strip()
+    if not directory_id:
+        return None
+    directory = tenant_directory_get(tenant=tenant, product=product, directory_id=directory_id)
+    if directory is None:
+        raise NotFound("Directory not found.")
+    return directory
+
+
+def _directory_or_404(directory_id: str) -> Directory:
+    directory = directory_get(directory_id=directory_id)
+    if directory is None:
+        raise NotFound("Directory not found.")
+    return directory
+
+
+def _audit(request: Request, *, action: str, directory: Directory, details: dict[str, Any] | None = None) -> None:
+    """Record a change made over the REST API in the audit trail; the actor is the API key, not an admin."""
+    principal = request.auth
+    credential = f"api key {principal.name} ({principal.prefix}…)" if isinstance(principal, ApiKey) else "API_KEYS"
+    audit_record(
+        actor=None,
+        action=action,
+        target_type="directory",
+        target_id=directory.id,
+        directory_id=directory.id,
+        client_ip=request.META.get("REMOTE_ADDR") or None,
+        details={"via": "rest-api", "credential": credential, **(details or {})},
+    )
+
+
+class DirectoryListCreateApi(ApiView):
+    @extend_schema(
+        operation_id="directories_list",
+        summary="List the directories of a tenant and product",
+        description="Oldest first. Both query parameters are required.",
+        parameters=[doc.TENANT, doc.PRODUCT],
+        responses={200: doc.DirectoryListEnvelope, 400: doc.ERRORS[400], 401: doc.ERRORS[401]},
+    )
+    def get(self, request: Request) -> Response:
+        tenant, product = tenant_product(request)
+        return ok([directory_data(d) for d in directory_list(tenant=tenant, product=product)])
+
+    @extend_schema(
+        operation_id="directories_create",
+        summary="Create a directory",
+        description="Answers the directory with its SCIM endpoint and secret, to paste into the identity provider.",
+        request=doc.DirectoryCreateInput,
+        responses={201: doc.DirectoryEnvelope, 400: doc.ERRORS[400], 401: doc.ERRORS[401]},
+    )
+    def post(self, request: Request) -> Response:
+        data = json_body(request)
+        with transaction.atomic():
+            directory = directory_create(data=data)
+            _audit(request, action="directory.create", directory=directory)
+        return ok(directory_data(directory), status=201)
+
+
+class DirectoryDetailApi(ApiView):
+    @extend_schema(
+        operation_id="directories_get",
+        summary="Get a directory",
+        parameters=[doc.path_uuid("directory_id")],
+        responses={200: doc.DirectoryEnvelope, 401: doc.ERRORS[401], 404: doc.ERRORS[404]},
+    )
+    def get(self, request: Request, directory_id: str) -> Response:
+        return ok(directory_data(_directory_or_404(directory_id)))
+
+    @extend_schema(
+        operation_id="directories_update",
+        summary="Update a directory",
+        description="Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook.",
+        parameters=[doc.path_uuid("directory_id")],
+        request=doc.DirectoryPatchInput,
+        responses={200: doc.DirectoryEnvelope, **doc.ERRORS},
+    )
+    def patch(self, request: Request, directory_id: str) -> Response:
+        directory = _directory_or_404(directory_id)
+        data = json_body(request)
+        with transaction.atomic():
+            directory, changed = directory_update(directory=directory, data=data)
+            if changed:
+                _audit(request, action="directory.update", directory=directory, details={"fields": changed})
+        return ok(directory_data(directory))
+
+    @extend_schema(
+        operation_id="directories_delete",
+        summary="Delete a directory with its users, groups and logs",
+        parameters=[doc.path_uuid("directory_id")],
+        responses={200: doc.EmptyEnvelope, 401: doc.ERRORS[401], 404: doc.ERRORS[404]},
+    )
+    def delete(self, request: Request, directory_id: str) -> Response:
+        directory = _directory_or_404(directory_id)
+        with transaction.atomic():
+            _audit(request, action="directory.delete", directory=directory, details={"name": directory.name})
+            directory_delete(directory=directory)
+        return ok({})
+
+
+class UserListApi(ApiView):
+    @extend_schema(
+        operation_id="users_list",
+        summary="List the users of a tenant and product",
+        description="Users of every directory of the tenant and product (or of directoryId), oldest first.",
+        parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
+        responses={200: doc.UserListEnvelope, **doc.ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        tenant, product = tenant_product(request)
+        offset, limit = paging(request)
+        directory = _directory_filter(request, tenant, product)
+        if limit == 0:
+            return ok([])
+        users = tenant_users(tenant=tenant, product=product, directory_id=directory.id if directory else None)
+        users = users.only("id", "first_name", "last_name", "email", "active", "raw")
+        return ok([user_data(u) for u in users[offset : offset + limit]])
+
+
+class UserDetailApi(ApiView):
+    @extend_schema(
+        operation_id="users_get",
+        summary="Get a user of a tenant and product",
+        description="A user of another tenant or product is a 404, like a missing one.",
+        parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT],
+        responses={200: doc.UserEnvelope, **doc.ERRORS},
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        tenant, product = tenant_product(request)
+        user = tenant_user_get(tenant=tenant, product=product, user_id=user_id)
+        if user is None:
+            raise NotFound("User not found.")
+        return ok(user_data(user))
+
+
+class GroupListApi(ApiView):
+    @extend_schema(
+        operation_id="groups_list",
+        summary="List the groups of a tenant and product (without members)",
+        description="Groups of every directory of the tenant and product (or of directoryId), oldest first.",
+        parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
+        responses={200: doc.GroupListEnvelope, **doc.ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        tenant, product = tenant_product(request)
+        offset, limit = paging(request)
+        directory = _directory_filter(request, tenant, product)
+        if limit == 0:
+            return ok([])
+        groups = tenant_groups(tenant=tenant, product=product, directory_id=directory.id if directory else None)
+        groups = groups.only("id", "display_name", "raw")
+        return ok([group_data(g) for g in groups[offset : offset + limit]])
+
+
+class GroupDetailApi(ApiView):
+    @extend_schema(
+        operation_id="groups_get",
+        summary="Get a group of a tenant and product, with its members",
+        description="A group of another tenant or product is a 404, like a missing one.",
+        parameters=[doc.path_uuid("group_id"), doc.TENANT, doc.PRODUCT],
+        responses={200: doc.GroupEnvelope, **doc.ERRORS},
+    )
+    def get(self, request: Request, group_id: str) -> Response:
+        tenant, product = tenant_product(request)
+        group = tenant_group_get(tenant=tenant, product=product, group_id=group_id)
+        if group is None:
+            raise NotFound("Group not found.")
+        data = group_data(group)
+        group_id_str = data["id"]
+        data["members"] = [{"group_id": group_id_str, "user_id": str(u)} for u in group_member_ids(group=group)]
+        return ok(data)

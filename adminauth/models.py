@@ -81,3 +81,22 @@ class AuditEntry(models.Model):
             models.Index(fields=["directory_id", "created_at"], name="audit_directory"),
             models.Index(fields=["actor", "created_at"], name="audit_actor"),
         ]
+
+
+class LoginFailure(models.Model):
+    """One failed attempt at the root token or an admin token, by client address.
+
+    Counting rows in the database (not in process memory) makes the throttle hold across all
+    gunicorn workers and hosts sharing the database. A throttled client records no further rows,
+    so one address holds at most ADMIN_LOGIN_MAX_FAILURES rows per window; older rows are pruned.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    client_ip = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["client_ip", "created_at"], name="login_failure_ip"),
+            models.Index(fields=["created_at"], name="login_failure_created"),
+        ]

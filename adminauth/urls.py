@@ -1,3 +1,24 @@
+"""Routes of the admin API, mounted at /auditlog/admin/v1/ (SPEC §6)."""
+
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path, re_path
+
+from adminauth import apis
+
+urlpatterns = [
+    path("user/_login", apis.LoginApi.as_view(), name="admin-login"),
+    path("directories", apis.DirectoriesApi.as_view(), name="admin-directories"),
+    path("directories/<str:directory_id>", apis.DirectoryApi.as_view(), name="admin-directory"),
+    path("directories/<str:directory_id>/scim-secret", apis.ScimSecretApi.as_view(), name="admin-scim-secret"),
+    path("directories/<str:directory_id>/webhook-secret", apis.WebhookSecretApi.as_view(), name="admin-webhook-secret"),
+    path("directories/<str:directory_id>/users", apis.DirectoryUsersApi.as_view(), name="admin-directory-users"),
+    path("directories/<str:directory_id>/groups", apis.DirectoryGroupsApi.as_view(), name="admin-directory-groups"),
+    path("directories/<str:directory_id>/events", apis.DirectoryEventsApi.as_view(), name="admin-directory-events"),
+    path("token", apis.TokensApi.as_view(), name="admin-tokens"),
+    path("token/<str:token_id>", apis.TokenApi.as_view(), name="admin-token"),
+    path("users", apis.AdminUsersApi.as_view(), name="admin-users"),
+    path("user/<str:user_id>", apis.AdminUserApi.as_view(), name="admin-user"),
+    path("audit", apis.AuditApi.as_view(), name="admin-audit"),
+    re_path(r"^.*$", apis.not_found),
+]

@@ -1,0 +1,282 @@
+"""The admin API under /auditlog/admin/v1 (SPEC §6). Thin views: parse, call one service, render.
+
+Every answer is the {data, error} envelope except a successful `_login`, which is the bare object
+Jackson's clients expect. Lists are paged with pageOffset/pageLimit (default 100, at most 1000).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.http import HttpRequest, JsonResponse
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from adminauth import selectors, services
+from adminauth.auth import AdminAuthentication, AdminThrottled, root_token_matches
+from adminauth.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
+from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
+from directories.envelope import fail, fail_json, ok
+from directories.errors import NotFound, ValidationFailed
+from directories.models import Directory
+from directories.rendering import directory_data, group_data, user_data
+from directories.selectors import directory_get, directory_groups, directory_list_with_counts, directory_users
+from webhooks.rendering import delivery_data
+from webhooks.selectors import delivery_list
+
+PAGE_LIMIT_DEFAULT = 100
+PAGE_LIMIT_MAX = 1000
+
+
+def page_bounds(request: Request) -> tuple[int, int]:
+    """(offset, limit) from pageOffset/pageLimit; a non-numeric or negative value is a 400."""
+    values = []
+    for name, default in (("pageOffset", 0), ("pageLimit", PAGE_LIMIT_DEFAULT)):
+        raw = request.query_params.get(name, "").strip()
+        if raw == "":
+            values.append(default)
+            continue
+        if not raw.isascii() or not raw.isdigit():
+            raise ValidationFailed(f"{name} must be a non-negative integer.", field=name)
+        values.append(int(raw))
+    offset, limit = values
+    if limit == 0:
+        raise ValidationFailed("pageLimit must be at least 1.", field="pageLimit")
+    return offset, min(limit, PAGE_LIMIT_MAX)
+
+
+def paged(request: Request, qs: QuerySet) -> list:
+    offset, limit = page_bounds(request)
+    return list(qs[offset : offset + limit])
+
+
+def _body(request: Request) -> dict[str, Any]:
+    data = request.data
+    if not isinstance(data, dict):
+        raise ValidationFailed("The body must be a JSON object.")
+    return data
+
+
+class AdminView(APIView):
+    authentication_classes = [AdminAuthentication]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        if isinstance(exc, exceptions.Throttled) and exc.wait:
+            response["Retry-After"] = str(int(exc.wait))
+        return response
+
+    def _directory(self, directory_id: str) -> Directory:
+        directory = directory_get(directory_id=directory_id)
+        if directory is None:
+            raise NotFound("Directory not found.")
+        return directory
+
+    def _ip(self) -> str | None:
+        return client_ip(self.request)
+
+
+class LoginApi(APIView):
+    """POST /user/_login: root token in `Authorization: token=<root>`, the admin's email in claims."""
+
+    authentication_classes: list = []
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        if isinstance(exc, exceptions.Throttled) and exc.wait:
+            response["Retry-After"] = str(int(exc.wait))
+        return response
+
+    def post(self, request: Request) -> Response:
+        if not settings.ADMIN_ROOT_TOKEN:
+            # No root token configured: the admin API's login does not exist (SPEC §2).
+            return fail("Not found.", 404)
+        ip = client_ip(request)
+        wait = throttle_wait_seconds(ip=ip)
+        if wait:
+            raise AdminThrottled(wait)
+        if not root_token_matches(_root_from_header(request.META.get("HTTP_AUTHORIZATION"))):
+            failure_record(ip=ip)
+            return fail("Missing or invalid root token. Send Authorization: token=<ADMIN_ROOT_TOKEN>.", 401)
+        failures_clear(ip=ip)
+        body = _body(request)
+        claims = body.get("claims")
+        if not isinstance(claims, dict):
+            raise ValidationFailed("claims must be an object with email and upstreamToken.", field="claims")
+        upstream = claims.get("upstreamToken")
+        if upstream is not None and not isinstance(upstream, str):
+            raise ValidationFailed("claims.upstreamToken must be a string.", field="upstreamToken")
+        user, token, secret, jwt_token = services.admin_login_record(email=claims.get("email"), client_ip=ip)
+        return Response(
+            {
+                "user": admin_user_data(user),
+                "token": jwt_token,
+                "adminToken": admin_token_data(token, secret=secret),
+            }
+        )
+
+
+def _root_from_header(header: str | None) -> str | None:
+    """The root token of `Authorization: token=<root>` (the `token` key is case-insensitive)."""
+    if not header:
+        return None
+    key, eq, value = header.strip().partition("=")
+    if not eq or key.strip().lower() != "token":
+        return None
+    value = value.strip()
+    return value or None
+
+
+class DirectoriesApi(AdminView):
+    def get(self, request: Request) -> Response:
+        qs = directory_list_with_counts(
+            tenant=request.query_params.get("tenant") or None,
+            product=request.query_params.get("product") or None,
+            search=(request.query_params.get("q") or "").strip() or None,
+        )
+        return ok([_directory_with_counts(d) for d in paged(request, qs)])
+
+    def post(self, request: Request) -> Response:
+        directory = services.admin_directory_create(actor=request.user, client_ip=self._ip(), data=_body(request))
+        return ok(directory_data(directory), status=201)
+
+
+def _directory_with_counts(directory: Directory) -> dict[str, Any]:
+    data = directory_data(directory)
+    data["user_count"] = directory.user_count
+    data["group_count"] = directory.group_count
+    return data
+
+
+class DirectoryApi(AdminView):
+    def get(self, request: Request, directory_id: str) -> Response:
+        return ok(directory_data(self._directory(directory_id)))
+
+    def patch(self, request: Request, directory_id: str) -> Response:
+        directory = self._directory(directory_id)
+        directory = services.admin_directory_update(
+            actor=request.user, client_ip=self._ip(), directory=directory, data=_body(request)
+        )
+        return ok(directory_data(directory))
+
+    def delete(self, request: Request, directory_id: str) -> Response:
+        directory = self._directory(directory_id)
+        services.admin_directory_delete(actor=request.user, client_ip=self._ip(), directory=directory)
+        return ok({})
+
+
+class ScimSecretApi(AdminView):
+    def post(self, request: Request, directory_id: str) -> Response:
+        directory = services.admin_directory_scim_secret_rotate(
+            actor=request.user, client_ip=self._ip(), directory=self._directory(directory_id)
+        )
+        return ok(directory_data(directory))
+
+
+class WebhookSecretApi(AdminView):
+    def post(self, request: Request, directory_id: str) -> Response:
+        directory = services.admin_directory_webhook_secret_rotate(
+            actor=request.user, client_ip=self._ip(), directory=self._directory(directory_id)
+        )
+        return ok(directory_data(directory))
+
+
+class DirectoryUsersApi(AdminView):
+    def get(self, request: Request, directory_id: str) -> Response:
+        qs = directory_users(directory=self._directory(directory_id))
+        return ok([user_data(u) for u in paged(request, qs)])
+
+
+class DirectoryGroupsApi(AdminView):
+    def get(self, request: Request, directory_id: str) -> Response:
+        qs = directory_groups(directory=self._directory(directory_id))
+        return ok([group_data(g) for g in paged(request, qs)])
+
+
+class DirectoryEventsApi(AdminView):
+    def get(self, request: Request, directory_id: str) -> Response:
+        directory = self._directory(directory_id)
+        raw = (request.query_params.get("failed") or "").strip().lower()
+        if raw in ("", "all"):
+            failed = None
+        elif raw in ("true", "1", "yes"):
+            failed = True
+        elif raw in ("false", "0", "no"):
+            failed = False
+        else:
+            raise ValidationFailed("failed must be true or false.", field="failed")
+        qs = delivery_list(directory=directory, failed=failed)
+        return ok([delivery_data(d) for d in paged(request, qs)])
+
+
+class TokensApi(AdminView):
+    def post(self, request: Request) -> Response:
+        row, secret = services.admin_token_create(actor=request.user, client_ip=self._ip())
+        return ok(admin_token_data(row, secret=secret), status=201)
+
+
+class TokenApi(AdminView):
+    def patch(self, request: Request, token_id: str) -> Response:
+        """Disable a token. Any admin may disable any admin's token: revoking a colleague's leaked
+        credential must not wait for them. Re-enabling is refused; create a new token instead."""
+        token = selectors.admin_token_get(token_id=token_id)
+        if token is None:
+            raise NotFound("Admin token not found.")
+        body = _body(request)
+        unknown = sorted(set(body) - {"disabled"})
+        if unknown:
+            raise ValidationFailed(f"Unknown field(s): {', '.join(unknown)}. Updatable: disabled.", field=unknown[0])
+        disabled = body.get("disabled")
+        if disabled is not True:
+            if disabled is False:
+                raise ValidationFailed("A disabled token cannot be re-enabled; create a new one.", field="disabled")
+            raise ValidationFailed('Send {"disabled": true}.', field="disabled")
+        token = services.admin_token_disable(actor=request.user, client_ip=self._ip(), token=token)
+        return ok(admin_token_data(token))
+
+
+class AdminUsersApi(AdminView):
+    def get(self, request: Request) -> Response:
+        return ok([admin_user_list_data(u) for u in paged(request, selectors.admin_user_list())])
+
+
+class AdminUserApi(AdminView):
+    def put(self, request: Request, user_id: str) -> Response:
+        user = selectors.admin_user_get(user_id=user_id)
+        if user is None:
+            raise NotFound("Admin user not found.")
+        body = _body(request)
+        unknown = sorted(set(body) - {"timezone"})
+        if unknown:
+            raise ValidationFailed(f"Unknown field(s): {', '.join(unknown)}. Updatable: timezone.", field=unknown[0])
+        user = services.admin_user_timezone_set(
+            actor=request.user, client_ip=self._ip(), user=user, timezone_name=body.get("timezone")
+        )
+        return ok(admin_user_list_data(user))
+
+
+class AuditApi(AdminView):
+    def get(self, request: Request) -> Response:
+        directory = (request.query_params.get("directory") or "").strip() or None
+        if directory is not None:
+            # Only the id's form is checked: a deleted directory's entries must stay findable.
+            try:
+                uuid.UUID(directory)
+            except ValueError:
+                raise ValidationFailed("directory must be a directory id (UUID).", field="directory") from None
+        qs = selectors.audit_list(
+            actor=(request.query_params.get("actor") or "").strip() or None,
+            action=(request.query_params.get("action") or "").strip() or None,
+            directory_id=directory,
+        )
+        return ok([audit_data(e) for e in paged(request, qs)])
+
+
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Unknown routes under the admin prefix answer in the envelope, not with Django's HTML page."""
+    return fail_json("Not found.", 404)

@@ -1,3 +1,39 @@
+"""Portal routes, under /portal/ (config.urls). Ids are matched as strings so that a malformed id
+gets the portal's own 404 page, like an unknown one."""
+
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+
+from portal.views import audit, auth, deliveries, directories, people
+
+app_name = "portal"
+
+urlpatterns = [
+    path("login", auth.signin, name="login"),
+    path("logout", auth.signout, name="logout"),
+    path("", directories.directory_list, name="directories"),
+    path("directories/new", directories.directory_create, name="directory_create"),
+    path("directories/<str:directory_id>", directories.directory_detail, name="directory"),
+    path("directories/<str:directory_id>/edit", directories.directory_edit, name="directory_edit"),
+    path("directories/<str:directory_id>/logging", directories.directory_logging_set, name="directory_logging"),
+    path("directories/<str:directory_id>/active", directories.directory_active_set, name="directory_active"),
+    path(
+        "directories/<str:directory_id>/scim-secret",
+        directories.directory_scim_secret_rotate,
+        name="directory_scim_secret",
+    ),
+    path(
+        "directories/<str:directory_id>/webhook-secret",
+        directories.directory_webhook_secret_rotate,
+        name="directory_webhook_secret",
+    ),
+    path("directories/<str:directory_id>/delete", directories.directory_delete, name="directory_delete"),
+    path("directories/<str:directory_id>/users", people.user_list, name="users"),
+    path("directories/<str:directory_id>/users/<str:user_id>", people.user_detail, name="user"),
+    path("directories/<str:directory_id>/groups", people.group_list, name="groups"),
+    path("directories/<str:directory_id>/groups/<str:group_id>", people.group_detail, name="group"),
+    path("directories/<str:directory_id>/deliveries", deliveries.delivery_list, name="deliveries"),
+    path("directories/<str:directory_id>/deliveries/<str:delivery_id>", deliveries.delivery_detail, name="delivery"),
+    path("audit", audit.audit_list, name="audit"),
+]

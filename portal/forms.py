@@ -1,0 +1,92 @@
+"""Portal forms. They only shape browser input into the dict the services take: the services do the
+validation, so the portal shows exactly the messages the REST and admin APIs give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from directories.models import DirectoryType
+from portal.throttle import email_key
+
+
+class SignInForm(forms.Form):
+    email = forms.CharField(
+        max_length=320, widget=forms.EmailInput(attrs={"autocomplete": "username", "autofocus": True})
+    )
+    password = forms.CharField(
+        max_length=1024, strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+    )
+
+    def clean_email(self) -> str:
+        return email_key(self.cleaned_data["email"])
+
+
+def _text(max_length: int, **attrs: Any) -> forms.CharField:
+    """A text field Django never rejects as empty: the empty value reaches the service, which answers
+    with the API's own message. `required=True` in attrs only adds the HTML attribute (a browser hint)."""
+    return forms.CharField(required=False, max_length=max_length, widget=forms.TextInput(attrs=attrs))
+
+
+class DirectoryCreateForm(forms.Form):
+    name = _text(200, placeholder="Built from tenant and product when empty")
+    tenant = _text(200, required=True, placeholder="acme")
+    product = _text(200, required=True, placeholder="crm")
+    type = forms.ChoiceField(choices=DirectoryType.choices, initial=DirectoryType.GENERIC, label="Identity provider")
+    webhook_url = forms.CharField(
+        required=False,
+        max_length=2048,
+        label="Webhook URL",
+        widget=forms.URLInput(attrs={"placeholder": "https://app.example.com/hooks/roster"}),
+    )
+    webhook_secret = _text(512, autocomplete="off", placeholder="Generated when empty")
+
+    def service_data(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.cleaned_data.items() if v not in ("", None)}
+        data.setdefault("tenant", "")
+        data.setdefault("product", "")
+        return data
+
+
+class DirectoryEditForm(forms.Form):
+    name = _text(200, required=True)
+    webhook_url = forms.CharField(
+        required=False,
+        max_length=2048,
+        label="Webhook URL",
+        help_text="Leave empty to send no webhooks.",
+        widget=forms.URLInput(attrs={"placeholder": "https://app.example.com/hooks/roster"}),
+    )
+    webhook_secret = _text(512, autocomplete="off", placeholder="Unchanged when empty")
+    log_webhook_events = forms.BooleanField(
+        required=False,
+        label="Log webhook deliveries",
+        help_text="Keep every delivery attempt (status, latency, response excerpt, payload) for the deliveries page.",
+    )
+
+    def service_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.cleaned_data["name"],
+            "webhook_url": self.cleaned_data["webhook_url"],
+            "log_webhook_events": self.cleaned_data["log_webhook_events"],
+        }
+        if self.cleaned_data["webhook_secret"]:
+            data["webhook_secret"] = self.cleaned_data["webhook_secret"]
+        return data
+
+
+class DeleteConfirmForm(forms.Form):
+    """Deleting takes every user, group and log row with it, so the admin types the name to confirm."""
+
+    confirm_name = forms.CharField(max_length=200, label="Type the directory's name to confirm")
+
+    def __init__(self, *args: Any, expected_name: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.expected_name = expected_name
+
+    def clean_confirm_name(self) -> str:
+        value = self.cleaned_data["confirm_name"].strip()
+        if value != self.expected_name.strip():
+            raise forms.ValidationError("That is not this directory's name; nothing was deleted.")
+        return value

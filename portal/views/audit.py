@@ -1,0 +1,50 @@
+"""The audit trail: who did what, when, from where, to which directory."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from adminauth.selectors import audit_list as audit_entries
+from portal.selectors import directory_names
+from portal.views.common import admin_page, paginate, search_term
+
+
+@admin_page
+def audit_list(request: HttpRequest) -> HttpResponse:
+    actor, action, directory_id = (
+        search_term(request, "actor"),
+        search_term(request, "action"),
+        search_term(request, "directory"),
+    )
+    page = paginate(
+        request, audit_entries(actor=actor or None, action=action or None, directory_id=directory_id or None)
+    )
+    # Name the directories on this page in one query; deleted ones keep their id in the trail.
+    ids = {e.directory_id for e in page.object_list if e.directory_id}
+    names = directory_names(ids=ids)
+    entries = [
+        {
+            "entry": e,
+            "directory_name": names.get(e.directory_id),
+            "details": json.dumps(e.details, sort_keys=True, ensure_ascii=False) if e.details else "",
+        }
+        for e in page.object_list
+    ]
+    actions = audit_entries().order_by().values_list("action", flat=True).distinct()
+    return render(
+        request,
+        "portal/audit/list.html",
+        {
+            "page": page,
+            "entries": entries,
+            "actor": actor,
+            "action": action,
+            "directory_filter": directory_id,
+            "actions": sorted(actions),
+            "filtered": bool(actor or action or directory_id),
+            "section": "audit",
+        },
+    )

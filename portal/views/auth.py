@@ -1,0 +1,95 @@
+"""Sign in and out. Session based; throttled per email and per client address (portal.throttle)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import authenticate, login, logout
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods, require_POST
+
+from adminauth.services import audit_record
+from portal.forms import SignInForm
+from portal.throttle import signin_failure_record, signin_failures_clear, signin_lockout_seconds
+from portal.views.common import client_ip
+
+
+def _safe_next(request: HttpRequest) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return reverse("portal:directories")
+
+
+@sensitive_post_parameters("password")
+@csrf_protect
+@never_cache
+@require_http_methods(["GET", "POST"])
+def signin(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated and request.method == "GET":
+        return redirect(_safe_next(request))
+    form = SignInForm(request.POST or None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        email = form.cleaned_data["email"]
+        ip = client_ip(request)
+        wait = signin_lockout_seconds(email=email, client_ip=ip)
+        if wait:
+            minutes = max(1, round(wait / 60))
+            form.add_error(
+                None,
+                f"Too many failed sign-in attempts. Try again in about {minutes} minute{'s' if minutes > 1 else ''}.",
+            )
+            status = 429
+        else:
+            user = authenticate(request, username=email, password=form.cleaned_data["password"])
+            if user is None:
+                signin_failure_record(email=email, client_ip=ip)
+                # One message for unknown email and wrong password: no account enumeration.
+                form.add_error(None, "Email or password is incorrect.")
+                status = 400
+            else:
+                signin_failures_clear(email=email)
+                login(request, user)  # rotates the session key (no session fixation)
+                audit_record(
+                    actor=user,
+                    action="admin.login",
+                    target_type="admin_user",
+                    target_id=user.pk,
+                    client_ip=ip,
+                    details={"via": "portal"},
+                )
+                return redirect(_safe_next(request))
+    elif request.method == "POST":
+        status = 400
+    return render(
+        request,
+        "portal/login.html",
+        {"form": form, "next": request.POST.get("next") or request.GET.get("next") or "", "debug": settings.DEBUG},
+        status=status,
+    )
+
+
+@require_POST
+def signout(request: HttpRequest) -> HttpResponse:
+    # POST only (CSRF-checked by the middleware): a GET link could sign admins out from another site.
+    if request.user.is_authenticated:
+        audit_record(
+            actor=request.user,
+            action="admin.logout",
+            target_type="admin_user",
+            target_id=request.user.pk,
+            client_ip=client_ip(request),
+            details={"via": "portal"},
+        )
+        logout(request)
+        messages.info(request, "You are signed out.")
+    return redirect("portal:login")

@@ -1,0 +1,70 @@
+"""What every portal page shares: the sign-in requirement, no caching, the admin's time zone, paging."""
+
+from __future__ import annotations
+
+import functools
+import zoneinfo
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+
+from directories.errors import ValidationFailed
+from directories.models import Directory
+from directories.selectors import directory_get
+
+PAGE_SIZE = 50
+
+View = Callable[..., HttpResponse]
+
+
+def admin_page(view: View) -> View:
+    """Signed-in admins only (others go to the sign-in page), never cached (pages show secrets),
+    times shown in the admin's own time zone."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            tz = zoneinfo.ZoneInfo(getattr(request.user, "timezone", "") or "UTC")
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            tz = zoneinfo.ZoneInfo("UTC")
+        with timezone.override(tz):
+            return view(request, *args, **kwargs)
+
+    return never_cache(login_required(wrapper))
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The peer address. Behind a reverse proxy, configure it to set REMOTE_ADDR (we do not trust
+    X-Forwarded-For blindly: any client can send it, and it feeds throttling and the audit trail)."""
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def paginate(request: HttpRequest, queryset: QuerySet, *, per_page: int = PAGE_SIZE) -> Page:
+    # get_page() turns a missing, non-numeric or out-of-range ?page= into the nearest real page.
+    return Paginator(queryset, per_page).get_page(request.GET.get("page"))
+
+
+def not_found(request: HttpRequest, what: str) -> HttpResponse:
+    """A 404 inside the portal's layout. Unknown ids and malformed ids look the same."""
+    return render(request, "portal/not_found.html", {"what": what}, status=404)
+
+
+def directory_or_none(directory_id: str) -> Directory | None:
+    return directory_get(directory_id=directory_id)
+
+
+def search_term(request: HttpRequest, name: str = "q") -> str:
+    return (request.GET.get(name) or "").strip()[:200]
+
+
+def form_error_from(form: Any, exc: ValidationFailed) -> None:
+    """Show a service's validation message next to the field it names (or above the form)."""
+    field = exc.field if exc.field in form.fields else None
+    form.add_error(field, exc.message)

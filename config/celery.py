@@ -10,4 +10,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("roster")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+
+# Publishing happens inside the SCIM request (after commit). When the broker is down the publish must
+# fail fast: the event is already safe in the outbox and the sweep enqueues it later.
+app.conf.broker_connection_timeout = 2
+app.conf.broker_transport_options = {"socket_connect_timeout": 2, "socket_timeout": 5, "max_retries": 0}
+app.conf.task_publish_retry = False
+
+app.conf.beat_schedule = {
+    # Enqueue events whose publish failed or whose process died, and report lost attempts.
+    "webhooks-sweep": {"task": "webhooks.sweep", "schedule": 30.0},
+    # Delivery-log retention (WEBHOOK_LOG_RETENTION_DAYS) and finished outbox rows.
+    "webhooks-purge": {"task": "webhooks.purge", "schedule": 3600.0},
+}
+
 app.autodiscover_tasks()

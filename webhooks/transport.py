@@ -1,0 +1,224 @@
+"""One outbound webhook POST, safe against SSRF and bounded in time and size (SPEC §5, INTEROP S3-S5).
+
+The address check happens inside urllib3's connection setup: `_GuardedConnectionMixin._new_conn`
+resolves the host, refuses the whole attempt when any answer is non-public, then opens the socket to
+the exact address it checked. The connection keeps the host name for the Host header, TLS SNI and
+certificate verification, so HTTPS still proves it reached the named receiver. A DNS answer that
+changes between the save-time check and the send (rebinding) is therefore judged again, on the
+address actually used.
+
+Other guards: `trust_env=False` (no proxy, .netrc or CA override from the environment),
+`allow_redirects=False`, no retries, `Accept-Encoding: identity` (no decompression bombs), the
+response read stops at 64 KiB, and one total deadline (WEBHOOK_TIMEOUT) covers connect, waiting for
+the answer and reading it: a watchdog shuts the socket down when it passes.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.util import connection as urllib3_connection
+
+from webhooks.urlcheck import BLOCKED_MESSAGE, BlockedAddress, address_is_public, private_networks_allowed, resolve
+
+RESPONSE_READ_CAP = 64 * 1024
+EXCERPT_CAP = 4096
+USER_AGENT = "Roster-Webhooks/1.0"
+
+# The connections opened by the attempt running on this thread, so its watchdog can cut them.
+# One attempt runs at a time per thread (Celery worker process or in-process pool thread).
+_current = threading.local()
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    delivered: bool
+    status_code: int | None
+    latency_ms: int
+    error_class: str = ""
+    error_message: str = ""
+    response_excerpt: str = ""
+
+
+class _GuardedConnectionMixin:
+    """Replaces urllib3's `_new_conn`: resolve, check every address, connect to a checked one."""
+
+    _dns_host: str
+    host: str
+    port: int
+    timeout: float | None
+    source_address: tuple[str, int] | None
+    socket_options: list | None
+
+    def _new_conn(self) -> socket.socket:
+        try:
+            addresses = resolve(self._dns_host, self.port)
+        except socket.gaierror as exc:
+            raise NameResolutionError(self.host, self, exc) from exc  # type: ignore[arg-type]
+        if not private_networks_allowed() and not all(address_is_public(ip) for ip in addresses):
+            raise BlockedAddress()
+        last_error: OSError | None = None
+        for ip in addresses:
+            try:
+                sock = urllib3_connection.create_connection(
+                    (str(ip), self.port),
+                    self.timeout,  # type: ignore[arg-type]
+                    source_address=self.source_address,
+                    socket_options=self.socket_options,
+                )
+            except TimeoutError as exc:
+                raise ConnectTimeoutError(self, f"Connection to {self.host} timed out.") from exc
+            except OSError as exc:
+                last_error = exc
+                continue
+            registry = getattr(_current, "connections", None)
+            if registry is not None:
+                registry.append(self)
+            return sock
+        raise NewConnectionError(self, f"Failed to establish a new connection: {last_error}") from last_error  # type: ignore[arg-type]
+
+
+class GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):
+    pass
+
+
+class GuardedHTTPSConnection(_GuardedConnectionMixin, HTTPSConnection):
+    pass
+
+
+class GuardedHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = GuardedHTTPConnection
+
+
+class GuardedHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = GuardedHTTPSConnection
+
+
+class GuardedAdapter(HTTPAdapter):
+    def init_poolmanager(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": GuardedHTTPConnectionPool,
+            "https": GuardedHTTPSConnectionPool,
+        }
+
+
+def session_create() -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False  # INTEROP S4: no HTTP(S)_PROXY, .netrc or REQUESTS_CA_BUNDLE from the environment
+    adapter = GuardedAdapter(max_retries=0)  # one attempt, never retried (SPEC §5)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def _cut(connections: list, fired: threading.Event) -> None:
+    fired.set()
+    for conn in list(connections):
+        sock = getattr(conn, "sock", None)
+        if sock is None:
+            continue
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked in recv() on the attempt's thread
+        except OSError:
+            pass
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        stack.extend([current.__cause__, current.__context__, getattr(current, "reason", None)])
+        stack.extend(arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException))
+
+
+def _classify(exc: BaseException, timeout: float, deadline_passed: bool) -> tuple[str, str]:
+    """An (error_class, message) pair that names what happened without echoing internals."""
+    chain = list(_causes(exc))
+    if any(isinstance(e, BlockedAddress) for e in chain):
+        return "BlockedAddress", BLOCKED_MESSAGE
+    if deadline_passed or isinstance(exc, requests.exceptions.Timeout):
+        return "Timeout", f"no complete answer within {timeout:g} s"
+    if any(isinstance(e, NameResolutionError | socket.gaierror) for e in chain):
+        return "DNSError", "the endpoint's host name does not resolve"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return "ConnectionRefused", "connection refused"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLSError", "TLS handshake or certificate verification failed"
+    if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.InvalidSchema):
+        return "InvalidURL", "the endpoint is not a valid http or https URL"
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        return "ConnectionError", "the connection failed or was closed before an answer"
+    return "Error", f"unexpected {type(exc).__name__}"
+
+
+def _read_capped(response: requests.Response, cap: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    for chunk in response.iter_content(chunk_size=8192):
+        chunks.append(chunk[: cap - total])
+        total += len(chunks[-1])
+        if total >= cap:
+            break
+    return b"".join(chunks)
+
+
+def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> AttemptResult:
+    """POST `body` once to `url`; never raises for network or receiver trouble, returns the outcome."""
+    started = time.monotonic()
+    connections: list = []
+    fired = threading.Event()
+    _current.connections = connections
+    watchdog = threading.Timer(timeout, _cut, args=(connections, fired))
+    watchdog.daemon = True
+    session = session_create()
+    send_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **headers}
+    status: int | None = None
+    excerpt = b""
+    try:
+        watchdog.start()
+        response = session.post(
+            url, data=body, headers=send_headers, timeout=(timeout, timeout), allow_redirects=False, stream=True
+        )
+        status = response.status_code
+        try:
+            excerpt = _read_capped(response, RESPONSE_READ_CAP)
+        except (requests.RequestException, OSError):
+            # The status line arrived, so the receiver's verdict is known; a body cut short by the
+            # deadline or a reset only shortens the excerpt.
+            pass
+        finally:
+            response.close()
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded outcome, never an exception
+        error_class, message = _classify(exc, timeout, fired.is_set())
+        return AttemptResult(False, None, _ms_since(started), error_class, message)
+    finally:
+        watchdog.cancel()
+        session.close()
+        _current.connections = None
+    text = excerpt[:EXCERPT_CAP].decode("utf-8", "replace")
+    if 200 <= status < 300:
+        return AttemptResult(True, status, _ms_since(started), response_excerpt=text)
+    if 300 <= status < 400:
+        return AttemptResult(
+            False, status, _ms_since(started), "Redirect", f"answered {status}; redirects are not followed", text
+        )
+    return AttemptResult(False, status, _ms_since(started), "HTTPStatus", f"answered {status}", text)
+
+
+def _ms_since(started: float) -> int:
+    return max(0, int((time.monotonic() - started) * 1000))

@@ -31,10 +31,12 @@ from webhooks.selectors import delivery_list
 
 PAGE_LIMIT_DEFAULT = 100
 PAGE_LIMIT_MAX = 1000
+_PAGE_OFFSET_CEILING = 10**15
 
 
 def page_bounds(request: Request) -> tuple[int, int]:
-    """(offset, limit) from pageOffset/pageLimit; a non-numeric or negative value is a 400."""
+    """(offset, limit) from pageOffset/pageLimit; a non-numeric or negative value is a 400. Like the
+    REST API, pageLimit=0 is an empty page and a larger limit is capped at 1000."""
     values = []
     for name, default in (("pageOffset", 0), ("pageLimit", PAGE_LIMIT_DEFAULT)):
         raw = request.query_params.get(name, "").strip()
@@ -43,11 +45,10 @@ def page_bounds(request: Request) -> tuple[int, int]:
             continue
         if not raw.isascii() or not raw.isdigit():
             raise ValidationFailed(f"{name} must be a non-negative integer.", field=name)
-        values.append(int(raw))
+        # Digits beyond the ceiling would overflow PostgreSQL's bigint OFFSET (a 500) or int()'s limit.
+        values.append(int(raw) if len(raw) <= 15 else _PAGE_OFFSET_CEILING)
     offset, limit = values
-    if limit == 0:
-        raise ValidationFailed("pageLimit must be at least 1.", field="pageLimit")
-    return offset, min(limit, PAGE_LIMIT_MAX)
+    return min(offset, _PAGE_OFFSET_CEILING), min(limit, PAGE_LIMIT_MAX)
 
 
 def paged(request: Request, qs: QuerySet) -> list:

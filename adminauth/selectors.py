@@ -59,3 +59,10 @@ def admin_user_get_by_email(*, email: str) -> AdminUser | None:
 def admin_token_get(*, token_id: Any) -> AdminToken | None:
     pk = _uuid(token_id)
     return None if pk is None else AdminToken.objects.select_related("user").filter(pk=pk).first()
+
+
+def admin_token_list(*, user: AdminUser | None = None) -> QuerySet[AdminToken]:
+    qs = AdminToken.objects.select_related("user")
+    if user is not None:
+        qs = qs.filter(user=user)
+    return qs.order_by("created_at", "id")

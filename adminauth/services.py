@@ -17,12 +17,16 @@ import bcrypt
 import jwt
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
 from adminauth.models import AdminToken, AdminUser, AuditEntry
 from directories import services as directory_services
 from directories.errors import RosterError, ValidationFailed
 from directories.models import Directory
+
+PASSWORD_MIN_LENGTH = 8
 
 # Keys whose values must never reach the audit trail, whatever the caller passes in `details`.
 _SECRET_KEYS = ("secret", "token", "password", "key")
@@ -314,8 +318,13 @@ def admin_user_create(
 ) -> tuple[AdminUser, bool]:
     """Create an admin, or set the password of an existing one (ops: `manage.py createadmin`).
     The password is what the portal signs in with; only Django's hash of it is stored."""
-    if not password:
-        raise ValidationFailed("The password must not be empty.", field="password")
+    if not password or len(password) < PASSWORD_MIN_LENGTH:
+        raise ValidationFailed(f"The password needs at least {PASSWORD_MIN_LENGTH} characters.", field="password")
+    try:
+        # Also any validators the deployment configures in AUTH_PASSWORD_VALIDATORS.
+        validate_password(password)
+    except DjangoValidationError as exc:
+        raise ValidationFailed(" ".join(exc.messages), field="password") from None
     with transaction.atomic():
         user, created = admin_user_get_or_create(email=email)
         user.set_password(password)

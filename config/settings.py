@@ -168,3 +168,10 @@ if not DB_ENCRYPTION_KEY:
         "DB_ENCRYPTION_KEY is not set: SCIM and webhook secrets are stored in clear in the database."
     )
 AUTH_USER_MODEL = "adminauth.AdminUser"
+
+# Admin API (adminauth): failed root/admin-token attempts allowed per client address in a sliding
+# window before answers turn 429; and how many reverse proxies in front of Roster append to
+# X-Forwarded-For (0: REMOTE_ADDR is the client, a client-sent X-Forwarded-For is ignored).
+ADMIN_LOGIN_MAX_FAILURES = env.int("ADMIN_LOGIN_MAX_FAILURES", default=10)
+ADMIN_LOGIN_FAILURE_WINDOW_SECONDS = env.int("ADMIN_LOGIN_FAILURE_WINDOW_SECONDS", default=900)
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)

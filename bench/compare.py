@@ -1,0 +1,334 @@
+"""Roster against the Jackson reference, same workload, same machine, same run.
+
+    .venv/bin/python -m bench.compare                       # N=2000, G=50, concurrency 8 then 1
+    .venv/bin/python -m bench.compare --users 200 --concurrency 8 --systems jackson   # quick look
+
+Starts a webhook receiver, Roster in production shape (gunicorn + config/gunicorn.conf.py, DEBUG off,
+PostgreSQL, a Celery worker on Redis) and Jackson (bench/.jackson, `npm ci` on first use), each on a
+fresh database; runs the workload of bench.workload against both, alternating which goes first;
+waits for every webhook; prints one table per concurrency with the Roster/Jackson ratio per phase
+and overall, and the peak memory of each system (all its processes summed). Results also go to
+bench/results/compare-<time>.json (git-ignored). Everything stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import secrets
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import systems
+from bench.httpclient import Client
+from bench.procs import MemorySampler, Service, wait_http
+from bench.profiling import PhaseProfiler, recording
+from bench.stats import median_summary
+from bench.workload import Workload, WorkloadConfig, totals
+
+RESULTS = systems.BENCH / "results"
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def wait_webhooks(
+    receiver_port: int, key: str, expected: dict[str, int], *, since: float, max_wait: float, quiet: float
+) -> dict[str, Any]:
+    """Poll the receiver until every expected event type has arrived, or deliveries stop coming."""
+    client = Client(f"http://127.0.0.1:{receiver_port}")
+    deadline = time.monotonic() + max_wait
+    last_count, last_change = -1, time.monotonic()
+    stats: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        stats = client.request("GET", f"/stats/{key}").json()
+        if all(stats["by_type"].get(t, 0) >= n for t, n in expected.items()):
+            break
+        if stats["received"] != last_count:
+            last_count, last_change = stats["received"], time.monotonic()
+        elif time.monotonic() - last_change > quiet:
+            break
+        time.sleep(0.1)
+    client.close()
+    stats["expected"] = expected
+    stats["expected_total"] = sum(expected.values())
+    stats["complete"] = all(stats["by_type"].get(t, 0) >= n for t, n in expected.items())
+    last = stats.get("last_at")
+    stats["lag_s"] = round(max(0.0, last - since), 3) if last else None
+    return stats
+
+
+def run_one(
+    system: systems.System,
+    *,
+    args: argparse.Namespace,
+    concurrency: int,
+    receiver_port: int,
+    webhook_secret: str,
+    profiler: PhaseProfiler | None,
+) -> dict[str, Any]:
+    tag = secrets.token_hex(4)
+    hook = f"http://127.0.0.1:{receiver_port}/{system.webhook_scheme}/{tag}"
+    if system.name == "roster":
+        scim_path, scim_secret = systems.roster_directory_create(
+            system, tag=tag, webhook_url=hook, webhook_secret=webhook_secret
+        )
+    else:
+        scim_path, scim_secret = system.directory_create(tag=tag, webhook_url=hook, webhook_secret=webhook_secret)
+    config = WorkloadConfig(
+        users=args.users,
+        groups=args.groups,
+        concurrency=concurrency,
+        page_size=system.page_size,
+        list_passes=args.list_passes,
+        totals_capped=system.totals_capped,
+        tag=tag,
+    )
+    workload = Workload(base_url=system.base_url, scim_path=scim_path, scim_secret=scim_secret, config=config)
+    log(f"{system.name} c={concurrency} (directory {scim_path})")
+    prefix = f"{system.name}-c{concurrency}"
+    hooks = profiler.hooks(prefix) if profiler else None
+    with recording(profiler, f"{prefix}-celery", profiler.celery_pid if profiler else None):
+        try:
+            results = workload.run(log=log, phase_hook=hooks)
+        finally:
+            workload.close()
+        webhooks = wait_webhooks(
+            receiver_port,
+            f"{system.webhook_scheme}/{tag}",
+            workload.expected_events(),
+            since=workload.last_request_at,
+            max_wait=args.webhook_wait,
+            quiet=args.webhook_quiet,
+        )
+    log(
+        f"  webhooks: {webhooks['received']} received, {webhooks['valid']} valid, "
+        f"{webhooks['expected_total']} expected (complete={webhooks['complete']}), lag {webhooks['lag_s']} s"
+        + (f", invalid: {webhooks['invalid_reasons']}" if webhooks["invalid"] else "")
+    )
+    return {
+        "system": system.name,
+        "concurrency": concurrency,
+        "phases": [r.summary() for r in results],
+        "total": totals(results),
+        "webhooks": webhooks,
+    }
+
+
+def merge_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median over rounds of the same system and concurrency."""
+    merged = dict(runs[0])
+    names = [p["phase"] for p in runs[0]["phases"]]
+    merged["phases"] = [median_summary([next(p for p in r["phases"] if p["phase"] == n) for r in runs]) for n in names]
+    rps = sorted(r["total"]["rps"] for r in runs)
+    merged["total"] = dict(runs[0]["total"], rps=rps[len(rps) // 2], errors=sum(r["total"]["errors"] for r in runs))
+    merged["webhooks_all"] = [r["webhooks"] for r in runs]
+    return merged
+
+
+def _fmt(p: dict[str, Any] | None) -> tuple[str, str, str]:
+    if p is None:
+        return "—", "—", "—"
+    return f"{p['rps']:.0f}", f"{p['p50_ms']:.1f} / {p['p95_ms']:.1f} / {p['p99_ms']:.1f}", str(p["errors"])
+
+
+def table(by_key: dict[tuple[str, int], dict[str, Any]], concurrency: int) -> str:
+    roster = by_key.get(("roster", concurrency))
+    jackson = by_key.get(("jackson", concurrency))
+    base = roster or jackson
+    if base is None:
+        return ""
+    lines = [
+        f"#### concurrency {concurrency}",
+        "",
+        "| phase | Roster req/s | Roster p50 / p95 / p99 ms | err | Jackson req/s | Jackson p50 / p95 / p99 ms | err "
+        "| Roster/Jackson |",
+        "|---|---:|---|---:|---:|---|---:|---:|",
+    ]
+    for phase in base["phases"]:
+        name = phase["phase"]
+        r = next((p for p in roster["phases"] if p["phase"] == name), None) if roster else None
+        j = next((p for p in jackson["phases"] if p["phase"] == name), None) if jackson else None
+        ratio = f"{r['rps'] / j['rps']:.2f}×" if r and j and j["rps"] else "—"
+        lines.append(f"| {name} | {' | '.join(_fmt(r))} | {' | '.join(_fmt(j))} | {ratio} |")
+    rt = roster["total"] if roster else None
+    jt = jackson["total"] if jackson else None
+    ratio = f"**{rt['rps'] / jt['rps']:.2f}×**" if rt and jt and jt["rps"] else "—"
+    r_rps = f"**{rt['rps']:.0f}**" if rt else "—"
+    j_rps = f"**{jt['rps']:.0f}**" if jt else "—"
+    r_err = rt["errors"] if rt else "—"
+    j_err = jt["errors"] if jt else "—"
+    lines.append(f"| **whole workload** | {r_rps} | | {r_err} | {j_rps} | | {j_err} | {ratio} |")
+    lines.append("")
+    for name, run in (("Roster", roster), ("Jackson", jackson)):
+        if not run:
+            continue
+        for w in run.get("webhooks_all", [run["webhooks"]]):
+            lines.append(
+                f"- {name} webhooks: {w['received']} received, {w['valid']} valid, {w['expected_total']} expected "
+                f"({'all types complete' if w['complete'] else 'INCOMPLETE'}), delivery lag {w['lag_s']} s"
+                + (f", duplicates {w['duplicates']}" if w.get("duplicates") else "")
+                + (f", invalid {w['invalid_reasons']}" if w["invalid"] else "")
+            )
+        notes = sorted({n for p in run["phases"] for n in p["notes"]})
+        for n in notes:
+            lines.append(f"- {name}: {n}")
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, str]:
+    free = subprocess.run(["free", "-h"], capture_output=True, text=True).stdout.strip()
+    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    return {"nproc": nproc, "free": free, "python": platform.python_version(), "loadavg": " ".join(load)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", type=int, default=2000)
+    parser.add_argument("--groups", type=int, default=50)
+    parser.add_argument("--concurrency", default="8,1", help="comma list, e.g. 8,1")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat and report the median of each number")
+    parser.add_argument("--list-passes", type=int, default=3)
+    parser.add_argument("--systems", default="roster,jackson")
+    parser.add_argument("--roster-port", type=int, default=8123)
+    parser.add_argument("--jackson-port", type=int, default=5225)
+    parser.add_argument("--receiver-port", type=int, default=8766)
+    parser.add_argument("--gunicorn-workers", type=int, default=None)
+    parser.add_argument("--celery-pool", default="threads", choices=["threads", "prefork", "solo"])
+    parser.add_argument("--celery-concurrency", type=int, default=4)
+    parser.add_argument("--no-encryption", action="store_true", help="run Roster without DB_ENCRYPTION_KEY")
+    parser.add_argument("--webhook-wait", type=float, default=120.0, help="longest wait for webhooks after a run")
+    parser.add_argument("--webhook-quiet", type=float, default=15.0, help="give up when none arrive for this long")
+    parser.add_argument("--profile", action="store_true", help="py-spy each Roster phase at the highest concurrency")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    wanted = [s.strip() for s in args.systems.split(",") if s.strip()]
+    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    logs = RESULTS / f"logs-{stamp}"
+    out = args.out or RESULTS / f"compare-{stamp}.json"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    webhook_secret = secrets.token_urlsafe(32)
+
+    started = time.time()
+    running: list[systems.System] = []
+    sampler = MemorySampler()
+    receiver: Service | None = None
+    runs: list[dict[str, Any]] = []
+    profiler: PhaseProfiler | None = None
+    try:
+        receiver = Service(
+            "receiver",
+            [sys.executable, "-m", "bench.receiver", "--port", str(args.receiver_port), "--secret", webhook_secret],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=systems.ROOT,
+            log=logs / "receiver.log",
+        )
+        wait_http("127.0.0.1", args.receiver_port, "/health", timeout=20, proc=receiver)
+        by_name: dict[str, systems.System] = {}
+        if "jackson" in wanted:
+            systems.jackson_install(log)
+            log("starting Jackson...")
+            by_name["jackson"] = systems.jackson_start(port=args.jackson_port, database="jackson_bench", logs=logs)
+        if "roster" in wanted:
+            log("starting Roster (gunicorn + celery)...")
+            opts = systems.RosterOptions(
+                port=args.roster_port,
+                gunicorn_workers=args.gunicorn_workers,
+                celery_pool=args.celery_pool,
+                celery_concurrency=args.celery_concurrency,
+                encrypt_secrets=not args.no_encryption,
+            )
+            by_name["roster"] = systems.roster_start(opts, logs=logs)
+            if args.profile:
+                roster = by_name["roster"]
+                profiler = PhaseProfiler(roster.services[0].pid, logs / "profile", celery_pid=roster.services[1].pid)
+        running = list(by_name.values())
+        for s in running:
+            sampler.watch(s.name, s.pids())
+        sampler.start()
+        order = [n for n in ("roster", "jackson") if n in by_name]
+        for r in range(args.rounds):
+            for ci, c in enumerate(levels):
+                # Alternate who goes first, so neither always runs on a warmer (or busier) machine.
+                seq = order if (r + ci) % 2 == 0 else list(reversed(order))
+                for name in seq:
+                    prof = profiler if (profiler and name == "roster" and c == max(levels) and r == 0) else None
+                    runs.append(
+                        run_one(
+                            by_name[name],
+                            args=args,
+                            concurrency=c,
+                            receiver_port=args.receiver_port,
+                            webhook_secret=webhook_secret,
+                            profiler=prof,
+                        )
+                    )
+    finally:
+        if profiler:
+            profiler.stop_all()
+        sampler.stop()
+        with contextlib.suppress(Exception):
+            sampler.sample_once()
+        for s in running:
+            s.stop()
+        if receiver:
+            receiver.stop()
+
+    by_key: dict[tuple[str, int], dict[str, Any]] = {}
+    for name in ("roster", "jackson"):
+        for c in levels:
+            same = [r for r in runs if r["system"] == name and r["concurrency"] == c]
+            if same:
+                by_key[(name, c)] = merge_rounds(same)
+    memory = {
+        name: {
+            "peak_rss_mb": round(sampler.peak_rss.get(name, 0) / 1024, 1),
+            "peak_pss_mb": round(sampler.peak_pss.get(name, 0) / 1024, 1),
+            "processes": sampler.peak_procs.get(name, 0),
+        }
+        for name in sampler.groups
+    }
+    report = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "python -m bench.compare " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine(),
+        "users": args.users,
+        "groups": args.groups,
+        "rounds": args.rounds,
+        "seconds": round(time.time() - started, 1),
+        "memory": memory,
+        "runs": runs,
+        "profile": profiler.summaries() if profiler else None,
+    }
+    out.write_text(json.dumps(report, indent=2))
+    print()
+    print(f"## Roster vs Jackson — N={args.users}, G={args.groups}, rounds={args.rounds} ({report['date']})")
+    print()
+    for c in levels:
+        print(table(by_key, c))
+        print()
+    print("| system | peak RSS, all processes | peak PSS | processes |")
+    print("|---|---:|---:|---:|")
+    for name, m in memory.items():
+        print(f"| {name} | {m['peak_rss_mb']} MB | {m['peak_pss_mb']} MB | {m['processes']} |")
+    if profiler:
+        print()
+        print(profiler.report())
+    print()
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Starting and stopping the processes of a benchmark run, and sampling their memory.
+
+Every process is started in its own session (process group), so stopping it stops its children
+(gunicorn workers, Celery pool processes, npm's node) and nothing else on this shared machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+PG_ADMIN = ["-h", "127.0.0.1", "-U", "postgres"]
+
+
+class Service:
+    def __init__(self, name: str, argv: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> None:
+        self.name = name
+        self.log_path = log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        # Children that outlived the leader (a Celery pool process) share its process group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self._log.close()
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # Field 4 (ppid) follows the command name in parentheses, which may itself contain spaces.
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def process_tree(roots: list[int]) -> list[int]:
+    children = _children_map()
+    seen: list[int] = []
+    stack = list(roots)
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        stack.extend(children.get(pid, []))
+    return seen
+
+
+def memory_kib(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in KiB; PSS splits shared pages (forked workers) fairly."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+class MemorySampler:
+    """Samples the summed RSS and PSS of process trees every `interval` seconds; keeps the peaks."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self.groups: dict[str, list[int]] = {}
+        self.peak_rss: dict[str, int] = {}
+        self.peak_pss: dict[str, int] = {}
+        self.peak_procs: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
+
+    def watch(self, name: str, roots: list[int]) -> None:
+        self.groups[name] = roots
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def sample_once(self) -> None:
+        for name, roots in list(self.groups.items()):
+            pids = process_tree(roots)
+            rss = pss = 0
+            for pid in pids:
+                r, p = memory_kib(pid)
+                rss += r
+                pss += p
+            self.peak_rss[name] = max(self.peak_rss.get(name, 0), rss)
+            self.peak_pss[name] = max(self.peak_pss.get(name, 0), pss)
+            self.peak_procs[name] = max(self.peak_procs.get(name, 0), len(pids))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample_once()
+
+
+def wait_http(host: str, port: int, path: str, *, timeout: float = 60.0, proc: Service | None = None) -> None:
+    """Wait until `GET path` gets any HTTP answer (the server is up), or fail with the server's log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and not proc.alive():
+            raise RuntimeError(f"{proc.name} exited during start-up:\n{proc.tail()}")
+        try:
+            conn = http.client.HTTPConnection(host, port, timeout=2)
+            conn.request("GET", path)
+            conn.getresponse().read()
+            conn.close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    tail = proc.tail() if proc else ""
+    raise RuntimeError(f"{host}:{port}{path} did not answer within {timeout:.0f}s\n{tail}")
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def recreate_database(name: str) -> None:
+    """Drop and create a PostgreSQL database so each run starts empty."""
+    subprocess.run(["dropdb", *PG_ADMIN, "--if-exists", "--force", name], check=True, capture_output=True)
+    subprocess.run(["createdb", *PG_ADMIN, name], check=True, capture_output=True)

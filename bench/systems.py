@@ -1,0 +1,216 @@
+"""How to install, start and talk to each system under test: Roster (production shape) and Jackson."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.httpclient import Client
+from bench.procs import Service, recreate_database, wait_http
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+JACKSON_SRC = Path(os.environ.get("JACKSON_ANCHOR", "/work/shared/anchors/jackson"))
+JACKSON_DIR = BENCH / ".jackson"  # git-ignored: node_modules never enters the repository
+VENV_BIN = ROOT / ".venv" / "bin"
+PG_URL = "postgres://postgres@127.0.0.1:5432"
+
+
+@dataclass
+class System:
+    name: str  # "roster" or "jackson"
+    port: int
+    api_key: str
+    page_size: int
+    totals_capped: bool
+    webhook_scheme: str
+    services: list[Service] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def pids(self) -> list[int]:
+        return [s.pid for s in self.services]
+
+    def stop(self) -> None:
+        for s in reversed(self.services):
+            s.stop()
+        self.services.clear()
+
+    def directory_create(self, *, tag: str, webhook_url: str, webhook_secret: str) -> tuple[str, str]:
+        """Create a directory over the REST API; returns (SCIM base path, SCIM bearer secret)."""
+        body = {
+            "name": f"bench {tag}",
+            "tenant": f"bench-{tag}",
+            "product": "bench",
+            "type": "okta-scim-v2",
+            "webhook_url": webhook_url,
+            "webhook_secret": webhook_secret,
+        }
+        client = Client(self.base_url, token=self.api_key)
+        resp = client.request("POST", "/api/v1/directory-sync", body)
+        client.close()
+        if resp.status != 201:
+            raise RuntimeError(f"{self.name}: directory create answered {resp.status}: {resp.body[:300]!r}")
+        data = resp.json()["data"]
+        return data["scim"].get("path") or f"/api/scim/v2.0/{data['id']}", data["scim"]["secret"]
+
+
+def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=True, text=True, capture_output=True, **kwargs)
+
+
+# -- Jackson ------------------------------------------------------------------------------------------
+
+
+def jackson_install(log: Any = print) -> None:
+    """Copy the reference to bench/.jackson and `npm ci` there, once (again only if the lock changed)."""
+    JACKSON_DIR.mkdir(parents=True, exist_ok=True)
+    lock_src = (JACKSON_SRC / "package-lock.json").read_bytes()
+    stamp = JACKSON_DIR / ".installed-lock"
+    for name in ("package.json", "package-lock.json", "server.js"):
+        target = JACKSON_DIR / name
+        if not target.exists() or target.read_bytes() != (JACKSON_SRC / name).read_bytes():
+            if target.exists():
+                target.chmod(0o644)
+            shutil.copyfile(JACKSON_SRC / name, target)
+    if (JACKSON_DIR / "node_modules").is_dir() and stamp.exists() and stamp.read_bytes() == lock_src:
+        return
+    log("installing the Jackson reference (npm ci, a minute or two)...")
+    _run(["npm", "ci", "--no-audit", "--no-fund"], cwd=JACKSON_DIR)
+    stamp.write_bytes(lock_src)
+
+
+def jackson_start(*, port: int, database: str, logs: Path) -> System:
+    recreate_database(database)
+    env = {
+        **os.environ,
+        "DB_URL": f"{PG_URL}/{database}",
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "QUIET": "1",
+        "JACKSON_API_KEYS": "bench-key",
+        "NODE_ENV": "production",
+    }
+    system = System("jackson", port, "bench-key", page_size=50, totals_capped=True, webhook_scheme="jackson")
+    node = Service("jackson", ["node", "server.js"], env=env, cwd=JACKSON_DIR, log=logs / "jackson.log")
+    system.services.append(node)
+    try:
+        wait_http("127.0.0.1", port, "/api/health", timeout=90, proc=node)
+    except Exception:
+        system.stop()
+        raise
+    return system
+
+
+# -- Roster ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RosterOptions:
+    port: int = 8123
+    database: str = "roster_bench"
+    redis_db: int = 12
+    gunicorn_workers: int | None = None  # None: what config/gunicorn.conf.py decides
+    celery_pool: str = "threads"
+    celery_concurrency: int = 4
+    encrypt_secrets: bool = True
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def roster_env(opts: RosterOptions) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "CELERY_", "WEBHOOK_", "GUNICORN_")) and k not in ("DATABASE_URL", "DEBUG")
+    }
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DEBUG": "false",
+            "SECRET_KEY": secrets.token_urlsafe(48),
+            "DATABASE_URL": f"{PG_URL}/{opts.database}",
+            "CELERY_BROKER_URL": f"redis://127.0.0.1:6379/{opts.redis_db}",
+            "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
+            "API_KEYS": "bench-key",
+            "EXTERNAL_URL": f"http://127.0.0.1:{opts.port}",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    if opts.encrypt_secrets:
+        # Production shape: secrets encrypted at rest, so SCIM auth pays the decryption it pays in production.
+        env["DB_ENCRYPTION_KEY"] = secrets.token_urlsafe(32)
+    env.update(opts.extra_env)
+    return env
+
+
+def roster_start(opts: RosterOptions, *, logs: Path) -> System:
+    recreate_database(opts.database)
+    env = roster_env(opts)
+    _run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env)
+    _run(["redis-cli", "-n", str(opts.redis_db), "FLUSHDB"])
+    system = System("roster", opts.port, "bench-key", page_size=100, totals_capped=False, webhook_scheme="roster")
+    system.env = env  # type: ignore[attr-defined]  # kept for the manage.py fallback below
+    gunicorn = [
+        str(VENV_BIN / "gunicorn"),
+        "-c",
+        "config/gunicorn.conf.py",
+        "--bind",
+        f"127.0.0.1:{opts.port}",
+        "config.wsgi:application",
+    ]
+    if opts.gunicorn_workers:
+        gunicorn[3:3] = ["--workers", str(opts.gunicorn_workers)]
+    celery = [
+        str(VENV_BIN / "celery"),
+        "-A",
+        "config",
+        "worker",
+        "--pool",
+        opts.celery_pool,
+        "--concurrency",
+        str(opts.celery_concurrency),
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+    try:
+        web = Service("roster-web", gunicorn, env=env, cwd=ROOT, log=logs / "roster-web.log")
+        system.services.append(web)
+        worker = Service("roster-celery", celery, env=env, cwd=ROOT, log=logs / "roster-celery.log")
+        system.services.append(worker)
+        wait_http("127.0.0.1", opts.port, "/api/scim/v2.0/", timeout=60, proc=web)
+    except Exception:
+        system.stop()
+        raise
+    return system
+
+
+def roster_directory_create(system: System, *, tag: str, webhook_url: str, webhook_secret: str) -> tuple[str, str]:
+    """REST first; while the REST API has not landed, the same service through manage.py."""
+    try:
+        return system.directory_create(tag=tag, webhook_url=webhook_url, webhook_secret=webhook_secret)
+    except RuntimeError as exc:
+        if "answered 404" not in str(exc) and "answered 405" not in str(exc):
+            raise
+    code = (
+        "import json, django; django.setup()\n"
+        "from directories.services import directory_create\n"
+        f"d = directory_create(data={{'tenant': 'bench-{tag}', 'product': 'bench', 'type': 'okta-scim-v2',"
+        f" 'webhook_url': {webhook_url!r}, 'webhook_secret': {webhook_secret!r}}})\n"
+        "print(json.dumps({'id': str(d.id), 'secret': d.scim_secret}))\n"
+    )
+    out = _run([sys.executable, "-c", code], cwd=ROOT, env=system.env).stdout  # type: ignore[attr-defined]
+    data = json.loads(out.strip().splitlines()[-1])
+    return f"/api/scim/v2.0/{data['id']}", data["secret"]

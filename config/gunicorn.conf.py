@@ -1,0 +1,59 @@
+# ruff: noqa: N999  (gunicorn looks for a file named gunicorn.conf.py)
+"""Production gunicorn settings: `gunicorn -c config/gunicorn.conf.py config.wsgi:application`.
+
+Every knob can be overridden from the environment (GUNICORN_*), or on the command line, which wins
+over this file. The defaults follow what was measured on the project's 2-core machine (see
+/work/shared/anchors/CEILING.md and bench/README.md).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+# Sync workers: a Roster request is short and CPU-bound (parse, 2-3 queries, render), so one request
+# per process is the cheapest model. On 2 cores, sync workers balanced 8 keep-alive clients evenly,
+# while gthread let keep-alive connections pile onto one worker (±50% between runs).
+worker_class = "sync"
+# cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
+# memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
+workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)
+
+bind = os.environ.get("GUNICORN_BIND") or f"0.0.0.0:{_int('PORT', 8000)}"
+
+# Import Django once in the master and fork: workers start in milliseconds and share the code pages.
+# Safe because Django opens no database connection at import time.
+preload_app = True
+
+# Identity providers give up after ~60 s (Okta) or 30 s (Entra); a request still running at 30 s is
+# stuck, and the worker is recycled rather than left hanging.
+timeout = _int("GUNICORN_TIMEOUT", 30)
+graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 20)
+keepalive = 2  # only used by async worker classes; sync workers close after each response
+
+# Recycling workers caps slow memory growth; off by default (0) because a restart costs a re-fork and
+# its first requests reopen the database connection. Set e.g. GUNICORN_MAX_REQUESTS=20000 if needed.
+max_requests = _int("GUNICORN_MAX_REQUESTS", 0)
+max_requests_jitter = _int("GUNICORN_MAX_REQUESTS_JITTER", max_requests // 10)
+
+# Bounded request line and headers: SCIM filters sit in the query string, 8 KiB is plenty.
+limit_request_line = 8190
+limit_request_fields = 100
+
+# The heartbeat file lives in memory, not on a possibly slow overlay disk (containers).
+worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None  # noqa: S108 - a tmpfs, not a shared /tmp file
+
+# No access log by default: SCIM request lines carry `filter=userName eq "…"`, and userName values are
+# personal data (RFC 7644 §7.5.2). Set GUNICORN_ACCESS_LOG=- to get one.
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+
+# Behind a TLS-terminating proxy on the same host; widen with FORWARDED_ALLOW_IPS.
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from adminauth.throttle import client_ip as admin_client_ip
 from directories.errors import ValidationFailed
 from directories.models import Directory
 from directories.selectors import directory_get
@@ -41,9 +42,9 @@ def admin_page(view: View) -> View:
 
 
 def client_ip(request: HttpRequest) -> str | None:
-    """The peer address. Behind a reverse proxy, configure it to set REMOTE_ADDR (we do not trust
-    X-Forwarded-For blindly: any client can send it, and it feeds throttling and the audit trail)."""
-    return request.META.get("REMOTE_ADDR") or None
+    """The client's address, decided exactly as the admin API decides it (TRUSTED_PROXY_COUNT), so the
+    audit trail reads the same whichever surface an action came from."""
+    return admin_client_ip(request)
 
 
 def paginate(request: HttpRequest, queryset: QuerySet, *, per_page: int = PAGE_SIZE) -> Page:

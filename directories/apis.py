@@ -117,7 +117,8 @@ def _directory_or_404(directory_id: str) -> Directory:
 
 
 def _audit(request: Request, *, action: str, directory: Directory, details: dict[str, Any] | None = None) -> None:
-    """Record a change made over the REST API in the audit trail; the actor is the API key, not an admin."""
+    """Record a change made over the REST API in the audit trail (same action names as the admin side);
+    there is no admin actor, so the details name the API key that made it."""
     principal = request.auth
     credential = f"api key {principal.name} ({principal.prefix}…)" if isinstance(principal, ApiKey) else "API_KEYS"
     audit_record(
@@ -127,7 +128,14 @@ def _audit(request: Request, *, action: str, directory: Directory, details: dict
         target_id=directory.id,
         directory_id=directory.id,
         client_ip=request.META.get("REMOTE_ADDR") or None,
-        details={"via": "rest-api", "credential": credential, **(details or {})},
+        details={
+            "via": "rest-api",
+            "credential": credential,
+            "name": directory.name,
+            "tenant": directory.tenant,
+            "product": directory.product,
+            **(details or {}),
+        },
     )
 
 
@@ -154,7 +162,7 @@ class DirectoryListCreateApi(ApiView):
         data = json_body(request)
         with transaction.atomic():
             directory = directory_create(data=data)
-            _audit(request, action="directory.create", directory=directory)
+            _audit(request, action="directory.created", directory=directory)
         return ok(directory_data(directory), status=201)
 
 
@@ -182,7 +190,7 @@ class DirectoryDetailApi(ApiView):
         with transaction.atomic():
             directory, changed = directory_update(directory=directory, data=data)
             if changed:
-                _audit(request, action="directory.update", directory=directory, details={"fields": changed})
+                _audit(request, action="directory.updated", directory=directory, details={"fields": changed})
         return ok(directory_data(directory))
 
     @extend_schema(
@@ -194,7 +202,7 @@ class DirectoryDetailApi(ApiView):
     def delete(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)
         with transaction.atomic():
-            _audit(request, action="directory.delete", directory=directory, details={"name": directory.name})
+            _audit(request, action="directory.deleted", directory=directory)
             directory_delete(directory=directory)
         return ok({})
 

@@ -1,0 +1,161 @@
+"""Unknown paths per surface (handler404/handler500), the OpenAPI document, and /healthz."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import OperationalError
+from django.test import Client, RequestFactory
+
+from directories import errorpages, health
+
+pytestmark = pytest.mark.django_db
+
+SCIM_ERROR = "urn:ietf:params:scim:api:messages:2.0:Error"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/nothing-here",
+        "/api/v1/directory-sync/",
+        "/api/v1/directory-sync/x/y/z",
+        "/api/v1/dsync/users/",
+        "/api/v1",
+        "/auditlog/admin/v1/no-such-route",
+    ],
+)
+@pytest.mark.parametrize("debug", [False, True])
+def test_unknown_api_paths_answer_an_enveloped_404_never_html(
+    api_client: Client,
+    settings,
+    path: str,
+    debug: bool,  # noqa: ANN001
+) -> None:
+    settings.DEBUG = debug
+    response = api_client.get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"data": None, "error": {"message": "Not found.", "code": 404}}
+
+
+@pytest.mark.parametrize("path", ["/api/scim/v2.0", "/api/scim/v2.0/x/y/z/w", "/api/scim/nothing"])
+@pytest.mark.parametrize("debug", [False, True])
+def test_unknown_scim_paths_answer_a_scim_error(client: Client, settings, path: str, debug: bool) -> None:  # noqa: ANN001
+    settings.DEBUG = debug
+    response = client.get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/scim+json"
+    body = response.json()
+    assert body["schemas"] == [SCIM_ERROR]
+    assert body["status"] == "404" and body["detail"]
+
+
+def test_other_unknown_paths_keep_djangos_page(client: Client) -> None:
+    response = client.get("/no-such-page")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/api/v1/directory-sync", "application/json"),
+        ("/auditlog/admin/v1/directories", "application/json"),
+        ("/api/scim/v2.0/x/Users", "application/scim+json"),
+        ("/portal/", "text/html"),
+    ],
+)
+def test_server_errors_answer_in_the_format_of_their_surface(path: str, content_type: str) -> None:
+    response = errorpages.handler500(RequestFactory().get(path))
+    assert response.status_code == 500
+    assert response["Content-Type"].startswith(content_type)
+    if content_type == "application/json":
+        import json
+
+        assert json.loads(response.content) == {
+            "data": None,
+            "error": {"message": "Internal server error.", "code": 500},
+        }
+    elif content_type == "application/scim+json":
+        import json
+
+        assert json.loads(response.content)["status"] == "500"
+
+
+def test_an_exception_in_an_api_view_becomes_an_enveloped_500(api_client: Client, monkeypatch) -> None:  # noqa: ANN001
+    def explode(**_: object) -> None:
+        raise RuntimeError("internal detail that must not leak")
+
+    monkeypatch.setattr("directories.apis.directory_list", explode)
+    api_client.raise_request_exception = False
+    response = api_client.get("/api/v1/directory-sync", {"tenant": "acme", "product": "crm"})
+    assert response.status_code == 500
+    assert response.json() == {"data": None, "error": {"message": "Internal server error.", "code": 500}}
+    assert b"internal detail" not in response.content
+
+
+# --- OpenAPI ----------------------------------------------------------------------------------------
+
+
+def test_schema_describes_the_rest_api(api_client: Client) -> None:
+    response = api_client.get("/api/v1/schema")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/vnd.oai.openapi+json")
+    doc = response.json()
+    assert doc["openapi"].startswith("3.")
+    paths = doc["paths"]
+    for path in (
+        "/api/v1/directory-sync",
+        "/api/v1/directory-sync/{directory_id}",
+        "/api/v1/directory-sync/users",
+        "/api/v1/directory-sync/users/{user_id}",
+        "/api/v1/directory-sync/groups",
+        "/api/v1/directory-sync/groups/{group_id}",
+    ):
+        assert path in paths, path
+    assert set(paths["/api/v1/directory-sync"]) == {"get", "post"}
+    assert set(paths["/api/v1/directory-sync/{directory_id}"]) == {"get", "patch", "delete"}
+    create = paths["/api/v1/directory-sync"]["post"]
+    body_schema = create["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert set(doc["components"]["schemas"][body_schema]["required"]) == {"tenant", "product"}
+    users = {p["name"] for p in paths["/api/v1/directory-sync/users"]["get"]["parameters"]}
+    assert users == {"tenant", "product", "directoryId", "pageOffset", "pageLimit"}
+    assert doc["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    assert not any(p.startswith(("/api/scim", "/auditlog", "/api/v1/dsync")) for p in paths)
+
+
+def test_schema_in_yaml_on_request(api_client: Client) -> None:
+    response = api_client.get("/api/v1/schema", {"format": "yaml"})
+    assert response.status_code == 200
+    assert response.content.startswith(b"openapi: 3.")
+
+
+def test_schema_needs_an_api_key(client: Client) -> None:
+    response = client.get("/api/v1/schema")
+    assert response.status_code == 401
+    assert b'"code":401' in response.content.replace(b" ", b"")
+
+
+# --- health -----------------------------------------------------------------------------------------
+
+
+def test_healthz_answers_ok_when_the_database_answers(client: Client) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_healthz_answers_503_when_the_database_does_not(client: Client, monkeypatch) -> None:  # noqa: ANN001
+    class BrokenConnection:
+        def cursor(self) -> None:
+            raise OperationalError("connection refused to 10.0.0.5:5432 password=hunter2")
+
+    monkeypatch.setattr(health, "connection", BrokenConnection())
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["status"] == "unavailable"
+    assert b"10.0.0.5" not in response.content and b"hunter2" not in response.content
+
+
+def test_healthz_refuses_writes(client: Client) -> None:
+    assert client.post("/healthz").status_code == 405

@@ -1,0 +1,268 @@
+"""The SCIM request processor, usable without HTTP (SPEC §4 embedding API).
+
+    from scim.api import scim_request
+    result = scim_request({"method": "GET", "directoryId": "…", "apiSecret": "…",
+                           "resourceType": "users", "resourceId": None, "body": None,
+                           "query": {"filter": 'userName eq "a@b.c"', "count": 10, "startIndex": 1}},
+                          callback=print)
+    result == {"status": 200, "data": {…ListResponse…}}
+
+The HTTP views (scim/views.py) are thin adapters over `scim_request`. `callback`, when given, is
+called with each SPEC §5 event payload after the change has committed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import transaction
+
+from directories.models import Directory
+from directories.selectors import directory_get
+from scim import schemas as discovery
+from scim import services
+from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
+from scim.filter_query import filter_q
+from scim.rendering import Projection, group_resource, user_resource
+from scim.selectors import (
+    scim_group_get,
+    scim_group_members,
+    scim_groups_page,
+    scim_user_get,
+    scim_users_page,
+)
+
+logger = logging.getLogger("roster.scim")
+
+MAX_BODY_BYTES = 1024 * 1024
+MAX_JSON_DEPTH = 32
+DEFAULT_COUNT = 100
+UNAUTHORIZED = "Authentication failed. Send 'Authorization: Bearer <SCIM secret of this directory>'."
+_DUMMY_SECRET = b"roster-no-such-directory-" + b"x" * 32
+
+Result = dict[str, Any]
+Callback = Callable[[dict[str, Any]], None]
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """Parse a request body: 413 above 1 MiB, 400 invalidSyntax for anything that is not clean JSON."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_BODY_BYTES:
+        raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+    if not raw.strip():
+        raise invalid_syntax("The request body is empty.")
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise invalid_syntax("The request body is not valid JSON (UTF-8).") from exc
+    check_json(value)
+    return value
+
+
+def check_json(value: Any) -> None:
+    """Reject deeply nested documents and NUL characters (PostgreSQL text cannot hold them)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise invalid_syntax(f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.")
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise invalid_value("Strings must not contain NUL characters.")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if "\x00" in key:
+                    raise invalid_value("Attribute names must not contain NUL characters.")
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+
+
+def authenticate(directory_id: Any, secret: Any) -> Directory:
+    """The directory whose SCIM secret this is. Every failure is the same 401 (INTEROP T1, O9)."""
+    directory = directory_get(directory_id=directory_id)
+    presented = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) and secret else b""
+    expected = directory.scim_secret.encode() if directory is not None else _DUMMY_SECRET
+    # Compare even when the directory is unknown, so timing does not reveal which directories exist.
+    if not hmac.compare_digest(presented, expected) or directory is None or not presented:
+        raise ScimError(401, UNAUTHORIZED)
+    if directory.deactivated:
+        raise ScimError(403, "This directory is deactivated; it accepts no SCIM requests.")
+    return directory
+
+
+def _int_param(query: dict[str, Any], name: str) -> int | None:
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise invalid_value(f"{name} must be an integer.")
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise invalid_value(f"{name} must be an integer.") from None
+
+
+def _paging(query: dict[str, Any]) -> tuple[int, int]:
+    start = _int_param(query, "startIndex")
+    count = _int_param(query, "count")
+    start = 1 if start is None or start < 1 else start  # RFC 7644 §3.4.2.4: below 1 means 1
+    count = DEFAULT_COUNT if count is None else max(count, 0)  # negative means 0
+    return start, min(count, settings.SCIM_MAX_RESULTS)
+
+
+def _list_response(total: int, start: int, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "schemas": [discovery.LIST_SCHEMA],
+        "totalResults": total,
+        "itemsPerPage": len(resources),
+        "startIndex": start,
+        "Resources": resources,
+    }
+
+
+def _projection(query: dict[str, Any]) -> Projection:
+    return Projection(query.get("attributes"), query.get("excludedAttributes"))
+
+
+class _Handler:
+    def __init__(self, directory: Directory, query: dict[str, Any]) -> None:
+        self.directory = directory
+        self.query = query
+
+    # users
+
+    def users_list(self) -> tuple[int, Any]:
+        start, count = _paging(self.query)
+        projection = _projection(self.query)
+        flt = self.query.get("filter")
+        condition = filter_q(flt, resource_type="users") if flt not in (None, "") else None
+        total, users = scim_users_page(directory=self.directory, condition=condition, start_index=start, count=count)
+        resources = [projection.apply(user_resource(u)) for u in users]
+        return 200, _list_response(total, start, resources)
+
+    def user_get(self, user_id: Any) -> tuple[int, Any]:
+        projection = _projection(self.query)
+        user = scim_user_get(directory=self.directory, user_id=user_id)
+        if user is None:
+            raise not_found("User")
+        return 200, projection.apply(user_resource(user))
+
+    # groups
+
+    def _groups_render(self, groups: list[Any], projection: Projection) -> list[dict[str, Any]]:
+        members = (
+            scim_group_members(directory=self.directory, group_ids=[g.id for g in groups])
+            if projection.wants("members")
+            else None
+        )
+        return [projection.apply(group_resource(g, members[g.id] if members is not None else None)) for g in groups]
+
+    def groups_list(self) -> tuple[int, Any]:
+        start, count = _paging(self.query)
+        projection = _projection(self.query)
+        flt = self.query.get("filter")
+        condition = filter_q(flt, resource_type="groups") if flt not in (None, "") else None
+        total, groups = scim_groups_page(directory=self.directory, condition=condition, start_index=start, count=count)
+        return 200, _list_response(total, start, self._groups_render(groups, projection))
+
+    def group_get(self, group_id: Any) -> tuple[int, Any]:
+        group = scim_group_get(directory=self.directory, group_id=group_id)
+        if group is None:
+            raise not_found("Group")
+        return 200, self._groups_render([group], _projection(self.query))[0]
+
+
+def _route(
+    directory: Directory, method: str, resource_type: str, resource_id: Any, body: Any, query: dict[str, Any]
+) -> tuple[int, Any, list[dict[str, Any]]]:
+    handler = _Handler(directory, query)
+    did = str(directory.id)
+    if resource_type in ("serviceproviderconfig", "resourcetypes", "schemas"):
+        if method != "GET":
+            raise ScimError(405, f"{method} is not allowed here.")
+        if resource_type == "serviceproviderconfig":
+            if resource_id:
+                raise not_found()
+            return 200, discovery.service_provider_config(did), []
+        items = discovery.resource_types(did) if resource_type == "resourcetypes" else discovery.schemas(did)
+        if resource_id:
+            found = [i for i in items if i["id"] == resource_id]
+            if not found:
+                raise not_found()
+            return 200, found[0], []
+        return 200, _list_response(len(items), 1, items), []
+    if resource_type not in ("users", "groups"):
+        raise not_found()
+    users = resource_type == "users"
+    if not resource_id:
+        if method == "GET":
+            return (*(handler.users_list() if users else handler.groups_list()), [])
+        if method == "POST":
+            if users:
+                user, events = services.scim_user_create(directory=directory, body=body)
+                return 201, _projection(query).apply(user_resource(user)), events
+            group, events = services.scim_group_create(directory=directory, body=body)
+            return 201, handler._groups_render([group], _projection(query))[0], events
+        raise ScimError(405, f"{method} is not allowed on /{'Users' if users else 'Groups'}.")
+    if method == "GET":
+        return (*(handler.user_get(resource_id) if users else handler.group_get(resource_id)), [])
+    if method == "DELETE":
+        if users:
+            return 204, None, services.scim_user_delete(directory=directory, user_id=resource_id)
+        return 204, None, services.scim_group_delete(directory=directory, group_id=resource_id)
+    if method in ("PUT", "PATCH"):
+        if users:
+            write = services.scim_user_replace if method == "PUT" else services.scim_user_patch
+            user, events = write(directory=directory, user_id=resource_id, body=body)
+            return 200, _projection(query).apply(user_resource(user)), events
+        write_group = services.scim_group_replace if method == "PUT" else services.scim_group_patch
+        group, events = write_group(directory=directory, group_id=resource_id, body=body)
+        projection = _projection(query)
+        if method == "PATCH" and not projection.attributes:
+            # Entra prefers 204 for group PATCH and never needs the member list back (INTEROP E8).
+            return 204, None, events
+        return 200, handler._groups_render([group], projection)[0], events
+    raise ScimError(405, f"{method} is not allowed on this resource.")
+
+
+def scim_request(request: dict[str, Any], callback: Callback | None = None) -> Result:
+    """Process one SCIM request given as {method, body, directoryId, resourceId, resourceType,
+    apiSecret, query}; returns {"status": int, "data": dict | None}."""
+    events: list[dict[str, Any]] = []
+    try:
+        if not isinstance(request, dict):
+            raise invalid_syntax("The request must be an object.")
+        directory = authenticate(request.get("directoryId"), request.get("apiSecret"))
+        method = str(request.get("method") or "GET").upper()
+        resource_type = str(request.get("resourceType") or "").strip("/").lower()
+        resource_id = request.get("resourceId") or None
+        query = request.get("query") or {}
+        if not isinstance(query, dict):
+            raise invalid_value("query must be an object.")
+        body = request.get("body")
+        if isinstance(body, bytes | str):
+            body = parse_json(body) if method in ("POST", "PUT", "PATCH") else None
+        elif body is not None:
+            check_json(body)
+        if method in ("POST", "PUT", "PATCH") and body is None and resource_type in ("users", "groups"):
+            raise invalid_syntax("The request body is empty.")
+        status, data, events = _route(directory, method, resource_type, resource_id, body, query)
+    except ScimError as exc:
+        return {"status": exc.status, "data": exc.body()}
+    if callback is not None and events:
+        # After commit (or at once when no transaction is open): the callback sees committed changes only.
+        transaction.on_commit(lambda: [callback(event) for event in events])
+    return {"status": status, "data": data}
+
+
+def dumps(data: Any) -> bytes:
+    return orjson.dumps(data)

@@ -1,0 +1,114 @@
+"""Reads for the SCIM surface, always scoped by directory."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q
+
+from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.selectors import directory_groups, directory_users
+from scim.rendering import member_item
+
+
+def _pk(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def scim_user_get(*, directory: Directory, user_id: Any, for_update: bool = False) -> DirectoryUser | None:
+    """A user of this directory; None for an unknown id, another directory's id or a non-UUID."""
+    pk = _pk(user_id)
+    if pk is None:
+        return None
+    qs = DirectoryUser.objects.filter(directory=directory, pk=pk)
+    if for_update:
+        # No-key lock: renames and PATCHes of one user serialize, while group member inserts (which
+        # take KEY SHARE on the user through the foreign key) are not blocked.
+        qs = qs.select_for_update(no_key=True)
+    return qs.first()
+
+
+def scim_group_get(*, directory: Directory, group_id: Any, for_update: bool = False) -> DirectoryGroup | None:
+    pk = _pk(group_id)
+    if pk is None:
+        return None
+    qs = DirectoryGroup.objects.filter(directory=directory, pk=pk)
+    if for_update:
+        # Every write to a group (rename, members) takes this row lock first: one lock order for all
+        # group writers, so parallel member PATCHes serialize instead of deadlocking.
+        qs = qs.select_for_update()
+    return qs.first()
+
+
+def _page(qs: Any, *, start_index: int, count: int) -> tuple[int, list[Any]]:
+    if count == 0:
+        return qs.count(), []
+    rows = list(qs[start_index - 1 : start_index - 1 + count])
+    if start_index == 1 and len(rows) < count:
+        return len(rows), rows  # the whole result fits in this page: no COUNT query needed
+    return qs.count(), rows
+
+
+def scim_users_page(
+    *, directory: Directory, condition: Q | None, start_index: int, count: int
+) -> tuple[int, list[DirectoryUser]]:
+    qs = directory_users(directory=directory)
+    if condition is not None:
+        qs = qs.filter(condition)
+    return _page(qs, start_index=start_index, count=count)
+
+
+def scim_groups_page(
+    *, directory: Directory, condition: Q | None, start_index: int, count: int
+) -> tuple[int, list[DirectoryGroup]]:
+    qs = directory_groups(directory=directory)
+    if condition is not None:
+        qs = qs.filter(condition)
+    return _page(qs, start_index=start_index, count=count)
+
+
+def scim_group_members(*, directory: Directory, group_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """Members of several groups in one query, as SCIM member items, in membership order."""
+    result: dict[uuid.UUID, list[dict[str, Any]]] = {gid: [] for gid in group_ids}
+    if not group_ids:
+        return result
+    rows = (
+        GroupMembership.objects.filter(group_id__in=group_ids, group__directory=directory)
+        .order_by("id")
+        .values_list("group_id", "user_id", "user__user_name")
+    )
+    for group_id, user_id, user_name in rows:
+        result[group_id].append(member_item(directory.id, user_id, user_name))
+    return result
+
+
+def scim_directory_users_by_id(
+    *, directory: Directory, user_ids: list[uuid.UUID], lock: bool = False
+) -> dict[uuid.UUID, DirectoryUser]:
+    """Users of this directory among `user_ids`.
+
+    lock (PostgreSQL): FOR KEY SHARE, so a user cannot be deleted between this check and the
+    membership insert that references it (the deferred foreign key would otherwise fail at commit).
+    """
+    if not user_ids:
+        return {}
+    if lock and connection.vendor == "postgresql":
+        table = DirectoryUser._meta.db_table
+        placeholders = ", ".join(["%s"] * len(user_ids))
+        sql = (
+            f'SELECT * FROM "{table}" WHERE "directory_id" = %s AND "id" IN ({placeholders}) '  # noqa: S608
+            'ORDER BY "id" FOR KEY SHARE'
+        )
+        rows = DirectoryUser.objects.raw(sql, [directory.id, *user_ids])
+    else:
+        rows = DirectoryUser.objects.filter(directory=directory, pk__in=user_ids)
+    return {row.id: row for row in rows}
+
+
+def scim_group_member_ids(*, group: DirectoryGroup) -> list[uuid.UUID]:
+    return list(GroupMembership.objects.filter(group=group).values_list("user_id", flat=True))

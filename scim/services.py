@@ -1,0 +1,278 @@
+"""Writes of the SCIM surface: users, groups and memberships, each with its events in one transaction.
+
+Every service takes the directory explicitly and returns the SPEC §5 event payloads it recorded
+(webhooks.services.events_record writes them to the outbox when the directory has a webhook).
+Uniqueness comes from the database: an IntegrityError on insert or update becomes 409 uniqueness.
+
+Decisions (documented in the README):
+- PUT that omits `active` keeps the current value (RFC 7644 §3.5.1 lets a server treat omitted
+  attributes as not asserted; Okta AIW apps PUT users without it).
+- Deleting a user sends `user.deleted` only, not a `group.user_removed` per membership (as Jackson
+  and WorkOS do): consumers treat a deleted user as gone from every group.
+- PUT on a group without `members` keeps the members; with `members` it sets exactly that list.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.rendering import group_data, user_data
+from scim.documents import (
+    MemberPlan,
+    group_finalize,
+    group_patch,
+    member_ids,
+    patch_operations,
+    require_object,
+    user_finalize,
+    user_patch,
+)
+from scim.errors import ScimError, invalid_value, not_found
+from scim.selectors import scim_directory_users_by_id, scim_group_get, scim_group_member_ids, scim_user_get
+from webhooks.services import events_record
+
+Events = list[dict[str, Any]]
+CHUNK = 500
+USER_FIELDS = ["user_name", "user_name_key", "external_id", "first_name", "last_name", "email", "active"]
+
+
+def _conflict(what: str) -> ScimError:
+    return ScimError(409, f"{what} already exists in this directory.", scim_type="uniqueness")
+
+
+# --------------------------------------------------------------------------------------------- users
+
+
+def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser, Events]:
+    user_id = uuid.uuid4()
+    raw, columns = user_finalize(require_object(body), user_id)
+    user = DirectoryUser(id=user_id, directory=directory, raw=raw, **columns.as_dict())
+    try:
+        with transaction.atomic():
+            user.save(force_insert=True)
+            events = events_record(directory=directory, events=[("user.created", user_data(user))])
+    except IntegrityError:
+        raise _conflict("A user with this userName") from None
+    return user, events
+
+
+def _user_write(*, directory: Directory, user_id: Any, build: Any) -> tuple[DirectoryUser, Events]:
+    """Lock the user, compute its new document with `build(user)`, write it if it changed."""
+    try:
+        with transaction.atomic():
+            user = scim_user_get(directory=directory, user_id=user_id, for_update=True)
+            if user is None:
+                raise not_found("User")
+            raw, columns = user_finalize(build(user), user.id)
+            new_values = columns.as_dict()
+            changed = [f for f, v in new_values.items() if getattr(user, f) != v]
+            if raw == user.raw and not changed:
+                return user, []  # nothing changed: no write, no event (issue 3 §9)
+            for name, value in new_values.items():
+                setattr(user, name, value)
+            user.raw = raw
+            user.save(update_fields=[*new_values, "raw", "updated_at"])
+            events = events_record(directory=directory, events=[("user.updated", user_data(user))])
+    except IntegrityError:
+        raise _conflict("A user with this userName") from None
+    return user, events
+
+
+def scim_user_replace(*, directory: Directory, user_id: Any, body: Any) -> tuple[DirectoryUser, Events]:
+    body = require_object(body)
+
+    def build(user: DirectoryUser) -> dict[str, Any]:
+        doc = dict(body)
+        if not any(k.lower() == "active" for k in doc):
+            doc["active"] = user.active  # decision: PUT without `active` keeps it (INTEROP O10)
+        return doc
+
+    return _user_write(directory=directory, user_id=user_id, build=build)
+
+
+def scim_user_patch(*, directory: Directory, user_id: Any, body: Any) -> tuple[DirectoryUser, Events]:
+    operations = patch_operations(body)
+    return _user_write(directory=directory, user_id=user_id, build=lambda user: user_patch(user.raw, operations))
+
+
+def scim_user_delete(*, directory: Directory, user_id: Any) -> Events:
+    with transaction.atomic():
+        user = scim_user_get(directory=directory, user_id=user_id, for_update=True)
+        if user is None:
+            raise not_found("User")
+        data = user_data(user)
+        # Raw deletes: the memberships go in one statement, without Django's collector re-reading them.
+        GroupMembership.objects.filter(user_id=user.id)._raw_delete(connection.alias)
+        DirectoryUser.objects.filter(pk=user.id)._raw_delete(connection.alias)
+        return events_record(directory=directory, events=[("user.deleted", data)])
+
+
+# --------------------------------------------------------------------------------------------- groups
+
+
+def _check_members(*, directory: Directory, plan: MemberPlan) -> dict[uuid.UUID, DirectoryUser]:
+    """The users a plan adds (all must belong to this directory) and removes, by id, in one query."""
+    wanted = plan.referenced() + [i for i in plan.remove if i not in plan.referenced()]
+    users = scim_directory_users_by_id(directory=directory, user_ids=wanted, lock=True)
+    missing = [str(i) for i in plan.referenced() if i not in users]
+    if missing:
+        shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
+        raise invalid_value(f"Not a user of this directory: {shown}.")
+    return users
+
+
+def _membership_insert(group: DirectoryGroup, user_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    """INSERT … ON CONFLICT DO NOTHING RETURNING: the ids really added (a present member is a no-op)."""
+    added: list[uuid.UUID] = []
+    if not user_ids:
+        return added
+    table = GroupMembership._meta.db_table
+    pk_field = DirectoryUser._meta.pk
+    group_value = DirectoryGroup._meta.pk.get_db_prep_value(group.id, connection)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        for start in range(0, len(user_ids), CHUNK):
+            chunk = sorted(user_ids[start : start + CHUNK])  # one insert order everywhere: no lock cycles
+            rows = ", ".join(["(%s, %s, %s)"] * len(chunk))
+            params: list[Any] = []
+            for user_id in chunk:
+                params += [group_value, pk_field.get_db_prep_value(user_id, connection), now]
+            cursor.execute(
+                f'INSERT INTO "{table}" ("group_id", "user_id", "created_at") VALUES {rows} '  # noqa: S608
+                'ON CONFLICT ("group_id", "user_id") DO NOTHING RETURNING "user_id"',
+                params,
+            )
+            added += [uuid.UUID(str(row[0])) for row in cursor.fetchall()]
+    return added
+
+
+def _membership_delete(group: DirectoryGroup, user_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    removed: list[uuid.UUID] = []
+    if not user_ids:
+        return removed
+    table = GroupMembership._meta.db_table
+    pk_field = DirectoryUser._meta.pk
+    group_value = DirectoryGroup._meta.pk.get_db_prep_value(group.id, connection)
+    with connection.cursor() as cursor:
+        for start in range(0, len(user_ids), CHUNK):
+            chunk = sorted(user_ids[start : start + CHUNK])
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f'DELETE FROM "{table}" WHERE "group_id" = %s AND "user_id" IN ({marks}) RETURNING "user_id"',  # noqa: S608
+                [group_value, *(pk_field.get_db_prep_value(u, connection) for u in chunk)],
+            )
+            removed += [uuid.UUID(str(row[0])) for row in cursor.fetchall()]
+    return removed
+
+
+def _members_apply(*, directory: Directory, group: DirectoryGroup, plan: MemberPlan) -> list[tuple[str, Any]]:
+    """Apply a member plan under the group's row lock; returns the membership events."""
+    if plan.empty:
+        return []
+    users = _check_members(directory=directory, plan=plan)
+    if plan.replace_with is not None:
+        # Replacing the whole list is the one member operation whose cost follows the group's size.
+        current = set(scim_group_member_ids(group=group))
+        target = set(plan.replace_with)
+        to_remove = [i for i in current if i not in target]
+        to_add = [i for i in plan.replace_with if i not in current]
+    else:
+        to_remove, to_add = plan.remove, plan.add
+    removed = _membership_delete(group, to_remove)
+    added = _membership_insert(group, to_add)
+    missing = [i for i in removed if i not in users]
+    if missing:
+        users.update(scim_directory_users_by_id(directory=directory, user_ids=missing))
+    gdata = group_data(group)
+    events: list[tuple[str, Any]] = []
+    for user_id in removed:
+        if user_id in users:
+            events.append(("group.user_removed", user_data(users[user_id]) | {"group": gdata}))
+    order = {user_id: i for i, user_id in enumerate(to_add)}
+    for user_id in sorted(added, key=order.__getitem__):
+        events.append(("group.user_added", user_data(users[user_id]) | {"group": gdata}))
+    return events
+
+
+def scim_group_create(*, directory: Directory, body: Any) -> tuple[DirectoryGroup, Events]:
+    body = require_object(body)
+    group_id = uuid.uuid4()
+    raw, columns = group_finalize(body, group_id)
+    plan = MemberPlan()
+    members_key = next((k for k in body if k.lower() == "members"), None)
+    if members_key is not None and body[members_key] is not None:
+        plan.do_add(member_ids(body[members_key], strict=True))
+    group = DirectoryGroup(id=group_id, directory=directory, raw=raw, **columns)
+    try:
+        with transaction.atomic():
+            group.save(force_insert=True)
+            member_events = _members_apply(directory=directory, group=group, plan=plan)
+            events = events_record(directory=directory, events=[("group.created", group_data(group)), *member_events])
+    except IntegrityError:
+        raise _conflict("A group with this displayName") from None
+    return group, events
+
+
+def _group_write(*, directory: Directory, group_id: Any, build: Any) -> tuple[DirectoryGroup, Events]:
+    try:
+        with transaction.atomic():
+            group = scim_group_get(directory=directory, group_id=group_id, for_update=True)
+            if group is None:
+                raise not_found("Group")
+            doc, plan = build(group)
+            raw, columns = group_finalize(doc, group.id)
+            changed = [f for f, v in columns.items() if getattr(group, f) != v]
+            recorded: list[tuple[str, Any]] = []
+            if raw != group.raw or changed:
+                for name, value in columns.items():
+                    setattr(group, name, value)
+                group.raw = raw
+                group.save(update_fields=[*columns, "raw", "updated_at"])
+                recorded.append(("group.updated", group_data(group)))
+            member_events = _members_apply(directory=directory, group=group, plan=plan)
+            if member_events and not recorded:
+                group.updated_at = timezone.now()
+                DirectoryGroup.objects.filter(pk=group.pk).update(updated_at=group.updated_at)
+            events = (
+                events_record(directory=directory, events=recorded + member_events)
+                if (recorded or member_events)
+                else []
+            )
+    except IntegrityError:
+        raise _conflict("A group with this displayName") from None
+    return group, events
+
+
+def scim_group_replace(*, directory: Directory, group_id: Any, body: Any) -> tuple[DirectoryGroup, Events]:
+    body = require_object(body)
+
+    def build(group: DirectoryGroup) -> tuple[dict[str, Any], MemberPlan]:
+        plan = MemberPlan()
+        members_key = next((k for k in body if k.lower() == "members"), None)
+        if members_key is not None:
+            # Decision: PUT with `members` sets exactly that list; PUT without it leaves members alone.
+            plan.do_replace(member_ids(body[members_key] or [], strict=True))
+        return body, plan
+
+    return _group_write(directory=directory, group_id=group_id, build=build)
+
+
+def scim_group_patch(*, directory: Directory, group_id: Any, body: Any) -> tuple[DirectoryGroup, Events]:
+    operations = patch_operations(body)
+    return _group_write(directory=directory, group_id=group_id, build=lambda group: group_patch(group.raw, operations))
+
+
+def scim_group_delete(*, directory: Directory, group_id: Any) -> Events:
+    with transaction.atomic():
+        group = scim_group_get(directory=directory, group_id=group_id, for_update=True)
+        if group is None:
+            raise not_found("Group")
+        data = group_data(group)
+        GroupMembership.objects.filter(group_id=group.id)._raw_delete(connection.alias)
+        DirectoryGroup.objects.filter(pk=group.id)._raw_delete(connection.alias)
+        return events_record(directory=directory, events=[("group.deleted", data)])

@@ -1,0 +1,110 @@
+"""SCIM helpers: a client that speaks application/scim+json to directory A or B."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from django.test import Client
+
+from directories.models import Directory
+
+SCIM_CT = "application/scim+json"
+USER_URN = "urn:ietf:params:scim:schemas:core:2.0:User"
+GROUP_URN = "urn:ietf:params:scim:schemas:core:2.0:Group"
+ENTERPRISE_URN = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
+PATCH_URN = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+ERROR_URN = "urn:ietf:params:scim:api:messages:2.0:Error"
+LIST_URN = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+
+
+class Scim:
+    """A SCIM client bound to one directory: `scim.get("/Users")` → (status, json body or None)."""
+
+    def __init__(self, directory: Directory, secret: str | None = None, query: str = "") -> None:
+        self.directory = directory
+        self.base = f"/api/scim/v2.0/{directory.id}"
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {secret or directory.scim_secret}")
+        self.last: Any = None
+
+    def call(self, method: str, path: str, body: Any = None, *, content_type: str = SCIM_CT, **extra: Any) -> Any:
+        data = body if isinstance(body, bytes | str) or body is None else orjson.dumps(body)
+        fn = getattr(self.client, method.lower())
+        kwargs: dict[str, Any] = dict(extra)
+        if data is not None:
+            kwargs["data"] = data
+            kwargs["content_type"] = content_type
+        response = fn(self.base + path, **kwargs)
+        self.last = response
+        assert response["Content-Type"] == SCIM_CT if response.status_code != 204 or response.content else True
+        payload = orjson.loads(response.content) if response.content else None
+        return response.status_code, payload
+
+    def get(self, path: str, **kw: Any) -> Any:
+        return self.call("GET", path, **kw)
+
+    def post(self, path: str, body: Any, **kw: Any) -> Any:
+        return self.call("POST", path, body, **kw)
+
+    def put(self, path: str, body: Any, **kw: Any) -> Any:
+        return self.call("PUT", path, body, **kw)
+
+    def patch(self, path: str, body: Any, **kw: Any) -> Any:
+        return self.call("PATCH", path, body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> Any:
+        return self.call("DELETE", path, **kw)
+
+    def ops(self, path: str, *operations: dict[str, Any], **kw: Any) -> Any:
+        return self.patch(path, {"schemas": [PATCH_URN], "Operations": list(operations)}, **kw)
+
+
+def user_body(user_name: str = "jane@example.com", **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "schemas": [USER_URN],
+        "userName": user_name,
+        "name": {"givenName": "Jane", "familyName": "Doe"},
+        "emails": [{"primary": True, "value": user_name, "type": "work"}],
+        "active": True,
+    }
+    body.update(extra)
+    return body
+
+
+def group_body(name: str = "Engineering", members: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"schemas": [GROUP_URN], "displayName": name}
+    if members is not None:
+        body["members"] = [{"value": m} for m in members]
+    body.update(extra)
+    return body
+
+
+@pytest.fixture
+def scim_a(directory_a: Directory) -> Scim:
+    return Scim(directory_a)
+
+
+@pytest.fixture
+def scim_b(directory_b: Directory) -> Scim:
+    return Scim(directory_b)
+
+
+@pytest.fixture
+def hooked_directory(db) -> Directory:  # noqa: ANN001
+    """A directory with a webhook, so events land in the outbox (WebhookEvent rows)."""
+    from directories.services import directory_create
+
+    return directory_create(
+        data={
+            "tenant": "initech",
+            "product": "crm",
+            "type": "generic-scim-v2",
+            "webhook_url": "https://hooks.example.com/roster",
+        }
+    )
+
+
+@pytest.fixture
+def scim_hooked(hooked_directory: Directory) -> Scim:
+    return Scim(hooked_directory)

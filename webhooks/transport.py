@@ -26,9 +26,15 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
-from urllib3.util import connection as urllib3_connection
 
-from webhooks.urlcheck import BLOCKED_MESSAGE, BlockedAddress, address_is_public, private_networks_allowed, resolve
+from webhooks.urlcheck import (
+    BLOCKED_MESSAGE,
+    BlockedAddress,
+    IPAddress,
+    address_is_public,
+    private_networks_allowed,
+    resolve,
+)
 
 RESPONSE_READ_CAP = 64 * 1024
 EXCERPT_CAP = 4096
@@ -69,12 +75,7 @@ class _GuardedConnectionMixin:
         last_error: OSError | None = None
         for ip in addresses:
             try:
-                sock = urllib3_connection.create_connection(
-                    (str(ip), self.port),
-                    self.timeout,  # type: ignore[arg-type]
-                    source_address=self.source_address,
-                    socket_options=self.socket_options,
-                )
+                sock = self._connect_to(ip)
             except TimeoutError as exc:
                 raise ConnectTimeoutError(self, f"Connection to {self.host} timed out.") from exc
             except OSError as exc:
@@ -85,6 +86,23 @@ class _GuardedConnectionMixin:
                 registry.append(self)
             return sock
         raise NewConnectionError(self, f"Failed to establish a new connection: {last_error}") from last_error  # type: ignore[arg-type]
+
+    def _connect_to(self, ip: IPAddress) -> socket.socket:
+        """A socket connected to exactly this address; no further name resolution happens."""
+        family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            for option in self.socket_options or []:
+                sock.setsockopt(*option)
+            if self.timeout is not None:
+                sock.settimeout(self.timeout)
+            if self.source_address:
+                sock.bind(self.source_address)
+            sock.connect((str(ip), self.port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
 
 class GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):
@@ -142,8 +160,8 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(current))
         yield current
-        stack.extend([current.__cause__, current.__context__, getattr(current, "reason", None)])
-        stack.extend(arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException))
+        linked = [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
+        stack.extend(e for e in linked if isinstance(e, BaseException))
 
 
 def _classify(exc: BaseException, timeout: float, deadline_passed: bool) -> tuple[str, str]:
@@ -166,14 +184,18 @@ def _classify(exc: BaseException, timeout: float, deadline_passed: bool) -> tupl
     return "Error", f"unexpected {type(exc).__name__}"
 
 
-def _read_capped(response: requests.Response, cap: int) -> bytes:
-    chunks: list[bytes] = []
+def _read_capped(response: requests.Response, cap: int, into: list[bytes] | None = None) -> bytes:
+    """Read at most `cap` bytes; chunks land in `into` as they arrive, so a read cut short by the
+    deadline or a reset still leaves what did arrive."""
+    chunks: list[bytes] = [] if into is None else into
     total = 0
-    for chunk in response.iter_content(chunk_size=8192):
-        chunks.append(chunk[: cap - total])
-        total += len(chunks[-1])
-        if total >= cap:
+    while total < cap:
+        # read1 returns whatever has arrived (up to the size) instead of waiting to fill a buffer.
+        chunk = response.raw.read1(min(8192, cap - total))
+        if not chunk:
             break
+        chunks.append(chunk)
+        total += len(chunk)
     return b"".join(chunks)
 
 
@@ -188,7 +210,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
     session = session_create()
     send_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **headers}
     status: int | None = None
-    excerpt = b""
+    received: list[bytes] = []
     try:
         watchdog.start()
         response = session.post(
@@ -196,8 +218,8 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
         )
         status = response.status_code
         try:
-            excerpt = _read_capped(response, RESPONSE_READ_CAP)
-        except (requests.RequestException, OSError):
+            _read_capped(response, RESPONSE_READ_CAP, into=received)
+        except Exception:  # noqa: S110 - urllib3 ProtocolError, OSError, ...: see below
             # The status line arrived, so the receiver's verdict is known; a body cut short by the
             # deadline or a reset only shortens the excerpt.
             pass
@@ -210,7 +232,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
         watchdog.cancel()
         session.close()
         _current.connections = None
-    text = excerpt[:EXCERPT_CAP].decode("utf-8", "replace")
+    text = b"".join(received)[:EXCERPT_CAP].decode("utf-8", "replace")
     if 200 <= status < 300:
         return AttemptResult(True, status, _ms_since(started), response_excerpt=text)
     if 300 <= status < 400:

@@ -1,0 +1,230 @@
+"""Outbound HTTP against a real local receiver: outcomes, caps, deadline, and the connect-time SSRF check."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.webhooks.conftest import Receiver, closed_port
+from webhooks import transport, urlcheck
+from webhooks.transport import EXCERPT_CAP, post
+
+HEADERS = {"Content-Type": "application/json"}
+
+
+def test_2xx_is_delivered_with_status_latency_and_excerpt(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    result = post(receiver.url("/ok"), b"{}", HEADERS, 3)
+    assert result.delivered is True
+    assert result.status_code == 200
+    assert result.response_excerpt == "thanks"
+    assert result.error_class == ""
+    assert 0 <= result.latency_ms < 3000
+    assert len(receiver.requests) == 1
+    assert receiver.requests[0].headers["Content-Type"] == "application/json"
+
+
+def test_500_is_one_request_and_failed(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    result = post(receiver.url("/fail"), b"{}", HEADERS, 3)
+    assert (result.delivered, result.status_code, result.error_class) == (False, 500, "HTTPStatus")
+    assert result.response_excerpt == "internal receiver error"
+    assert len(receiver.wait_for(2, timeout=0.5)) == 1
+
+
+def test_redirect_is_not_followed_and_failed(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    result = post(receiver.url("/redirect"), b"{}", HEADERS, 3)
+    assert (result.delivered, result.status_code, result.error_class) == (False, 302, "Redirect")
+    requests = receiver.wait_for(2, timeout=0.5)
+    assert [r.path for r in requests] == ["/redirect"]
+
+
+def test_timeout_is_one_request_failed_within_the_deadline(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    receiver.slow_seconds = 10
+    started = time.monotonic()
+    result = post(receiver.url("/slow"), b"{}", HEADERS, 1)
+    elapsed = time.monotonic() - started
+    assert (result.delivered, result.status_code, result.error_class) == (False, None, "Timeout")
+    assert elapsed < 2.5
+    assert len(receiver.requests) == 1
+
+
+def test_one_total_deadline_covers_a_body_that_never_ends(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    started = time.monotonic()
+    result = post(receiver.url("/stall-body"), b"{}", HEADERS, 1)
+    assert time.monotonic() - started < 2.5
+    # The receiver answered 200 before stalling: its verdict is known, the excerpt is what arrived.
+    assert result.delivered is True
+    assert result.response_excerpt == "partial"
+
+
+def test_connection_refused_is_failed() -> None:
+    urlcheck_off = pytest.MonkeyPatch()
+    urlcheck_off.setattr(transport, "private_networks_allowed", lambda: True)
+    try:
+        result = post(f"http://127.0.0.1:{closed_port()}/x", b"{}", HEADERS, 2)
+    finally:
+        urlcheck_off.undo()
+    assert (result.delivered, result.error_class, result.error_message) == (
+        False,
+        "ConnectionRefused",
+        "connection refused",
+    )
+
+
+def test_response_read_is_capped(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    result = post(receiver.url("/big"), b"{}", HEADERS, 3)
+    assert result.delivered is True
+    assert len(result.response_excerpt) == EXCERPT_CAP
+
+
+def test_read_cap_stops_reading_at_64_kib(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    import requests
+
+    session = transport.session_create()
+    response = session.post(receiver.url("/big"), data=b"{}", stream=True, timeout=3)
+    assert len(transport._read_capped(response, transport.RESPONSE_READ_CAP)) == 64 * 1024
+    response.close()
+    session.close()
+    assert isinstance(session, requests.Session) and session.trust_env is False
+
+
+def test_environment_proxy_is_ignored(receiver: Receiver, private_ok, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    result = post(receiver.url("/ok"), b"{}", HEADERS, 3)
+    assert result.delivered is True
+    assert len(receiver.requests) == 1
+
+
+# --- connect-time SSRF check -----------------------------------------------------------------------
+
+
+def test_loopback_is_blocked_at_send_time_and_nothing_is_sent(receiver: Receiver, settings) -> None:  # noqa: ANN001
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    result = post(receiver.url("/ok"), b"{}", HEADERS, 3)
+    assert (result.delivered, result.error_class, result.error_message) == (
+        False,
+        "BlockedAddress",
+        "blocked: non-public address",
+    )
+    assert receiver.wait_for(1, timeout=0.3) == []
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["2130706433", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]", "localhost", "[::1]", "169.254.169.254"],
+)
+def test_each_literal_form_is_blocked_at_send_time(host: str, receiver: Receiver, settings) -> None:  # noqa: ANN001
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    result = post(f"http://{host}:{receiver.port}/ok", b"{}", HEADERS, 2)
+    assert result.error_class == "BlockedAddress"
+    assert "127" not in result.error_message and "169" not in result.error_message
+    assert receiver.wait_for(1, timeout=0.2) == []
+
+
+def test_dns_rebinding_is_caught_on_the_address_actually_connected(
+    receiver: Receiver,
+    settings,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The name resolves to a public address when saved, then to loopback when sent: refused."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    answers = iter(["93.184.216.34", "127.0.0.1"])
+
+    def rebinding_getaddrinfo(host, port, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
+
+    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", rebinding_getaddrinfo)
+    url = f"http://hooks.rebind.example:{receiver.port}/ok"
+    urlcheck.validate_webhook_url(url)  # first answer: public, accepted
+    result = post(url, b"{}", HEADERS, 2)  # second answer: loopback, refused at connect time
+    assert result.error_class == "BlockedAddress"
+    assert receiver.wait_for(1, timeout=0.3) == []
+
+
+def test_connects_to_the_checked_address_keeping_the_host_name(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    def fake_getaddrinfo(host, port, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
+    result = post(f"http://hooks.customer.example:{receiver.port}/ok", b"{}", HEADERS, 2)
+    assert result.delivered is True
+    assert calls == ["hooks.customer.example"]  # resolved once, by the guard
+    assert receiver.requests[0].headers["Host"] == f"hooks.customer.example:{receiver.port}"
+
+
+def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path,  # noqa: ANN001
+) -> None:
+    """A TLS server with a self-signed certificate: the client must send SNI = host name (not the IP it
+    connected to) and must refuse the untrusted certificate."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hooks.customer.example")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("hooks.customer.example")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    seen_sni: list[str | None] = []
+    context.sni_callback = lambda sock, server_name, ctx: seen_sni.append(server_name)
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        try:
+            context.wrap_socket(conn, server_side=True)
+        except (ssl.SSLError, OSError):
+            pass
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def fake_getaddrinfo(host, p, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))]
+
+    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
+    result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
+    thread.join(3)
+    listener.close()
+    assert seen_sni == ["hooks.customer.example"]
+    assert (result.delivered, result.error_class) == (False, "TLSError")

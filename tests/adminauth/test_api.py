@@ -203,6 +203,15 @@ def test_scim_secret_rotation_replaces_the_stored_secret(admin_client: Client, h
     assert _only_new_entry(old, new).action == "directory.scim_secret_rotated"
 
 
+def test_rotated_scim_secret_is_refused_by_the_scim_endpoint_at_once(admin_client: Client, hooked: dict) -> None:
+    old = hooked["scim"]["secret"]
+    users = f"/api/scim/v2.0/{hooked['id']}/Users"
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {old}").get(users).status_code == 200
+    new = _ok(admin_client.post(f"{BASE}/directories/{hooked['id']}/scim-secret"))["scim"]["secret"]
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {old}").get(users).status_code == 401
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {new}").get(users).status_code == 200
+
+
 def test_webhook_secret_rotation(admin_client: Client, hooked: dict) -> None:
     old = hooked["webhook"]["secret"]
     data = _ok(admin_client.post(f"{BASE}/directories/{hooked['id']}/webhook-secret"))

@@ -12,6 +12,17 @@ from portal.selectors import directory_names
 from portal.views.common import admin_page, paginate, search_term
 
 
+def _detail_text(value: object) -> str:
+    """One detail value as a person reads it: lists joined, booleans as on/off, the rest as JSON."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 @admin_page
 def audit_list(request: HttpRequest) -> HttpResponse:
     actor, action, directory_id = (
@@ -29,7 +40,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         {
             "entry": e,
             "directory_name": names.get(e.directory_id),
-            "details": json.dumps(e.details, sort_keys=True, ensure_ascii=False) if e.details else "",
+            "details": [(k, _detail_text(v)) for k, v in sorted(e.details.items())] if e.details else [],
         }
         for e in page.object_list
     ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import authenticate, login, logout
 from django.http import HttpRequest, HttpResponse
@@ -73,7 +72,7 @@ def signin(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "portal/login.html",
-        {"form": form, "next": request.POST.get("next") or request.GET.get("next") or "", "debug": settings.DEBUG},
+        {"form": form, "next": request.POST.get("next") or request.GET.get("next") or ""},
         status=status,
     )
 

@@ -1,0 +1,261 @@
+"""The portal in a real browser: headless Chromium (Debian's package) driven by Playwright against
+pytest-django's live server. One scenario walks what an admin does on day one, saving screenshots of
+the main pages under test-artifacts/screenshots/ (git-ignored) for a person to look at.
+
+Playwright's sync API runs an event loop in this thread, which makes Django refuse ORM calls from
+it; DJANGO_ALLOW_ASYNC_UNSAFE is set for these tests only (the ORM calls here are plain sync code).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+from django.conf import settings as django_settings
+
+from adminauth.models import AdminUser, AuditEntry
+from directories.models import Directory
+from webhooks import dispatch
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(django_settings.BASE_DIR) / "test-artifacts" / "screenshots"
+EMAIL, PASSWORD = "admin@example.com", "a long enough passphrase"
+FAIL_RED = "rgb(180, 35, 24)"  # --fail in static/portal/portal.css
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not os.path.exists(CHROMIUM):
+        message = f"{CHROMIUM} is missing (apt-get install chromium); scripts/test.sh installs it as root"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+class _FailingReceiver(BaseHTTPRequestHandler):
+    """A webhook endpoint that is down: reads the event, answers 500."""
+
+    received: list[bytes] = []
+
+    def do_POST(self) -> None:
+        self.received.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        body = b'{"error":"receiver exploded"}'
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def failing_receiver() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FailingReceiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hooks/roster"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def portal_env(live_server, settings, failing_receiver: str):  # noqa: ANN001, ANN201
+    settings.EXTERNAL_URL = live_server.url
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True  # the receiver is on loopback
+    AdminUser.objects.create_user(EMAIL, PASSWORD)
+    return live_server.url, failing_receiver
+
+
+def shot(page, name: str) -> None:  # noqa: ANN001
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def scim(endpoint: str, secret: str, method: str, path: str, **kwargs: object) -> requests.Response:
+    return requests.request(
+        method,
+        endpoint + path,
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/scim+json"},
+        timeout=10,
+        **kwargs,
+    )
+
+
+def test_admin_day_one_in_a_real_browser(browser, portal_env) -> None:  # noqa: ANN001
+    base, receiver_url = portal_env
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=base)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+
+    # Signed out: any page leads to sign-in.
+    page.goto("/portal/audit")
+    assert page.url.startswith(f"{base}/portal/login?next=/portal/audit")
+    page.fill("#id_email", EMAIL)
+    page.fill("#id_password", "wrong password")
+    page.click("button[type=submit]")
+    assert page.locator(".alert-error").inner_text() == "Email or password is incorrect."
+    shot(page, "01-login-error")
+    page.fill("#id_email", EMAIL.upper())
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/portal/audit")
+
+    # Create a directory; a validation message lands next to its field first.
+    page.click("text=Directories")
+    shot(page, "02-directories-empty")
+    page.click("text=New directory")
+    page.fill("#id_tenant", "acme:eu")
+    page.fill("#id_product", "crm")
+    page.select_option("#id_type", "okta-scim-v2")
+    page.fill("#id_webhook_url", receiver_url)
+    page.click("text=Create directory")
+    assert page.locator("#id_tenant-error").inner_text() == "tenant must not contain ':'."
+    shot(page, "03-create-validation")
+    page.fill("#id_tenant", "acme")
+    page.fill("#id_name", "Acme Okta")
+    page.click("text=Create directory")
+    page.wait_for_selector("text=Directory created")
+    directory = Directory.objects.get(tenant="acme")
+    assert page.url == f"{base}/portal/directories/{directory.id}"
+
+    # The SCIM endpoint and secret, ready to paste; the copy button really copies.
+    endpoint = page.locator("#scim-endpoint").inner_text()
+    assert endpoint == f"{base}/api/scim/v2.0/{directory.id}"
+    assert not page.locator("#scim-secret").is_visible()  # hidden until asked for
+    page.click("details.secret >> text=Show secret")
+    old_secret = page.locator("#scim-secret").inner_text()
+    assert old_secret == directory.scim_secret
+    page.click("button[data-copy=scim-endpoint]")
+    assert page.locator("button[data-copy=scim-endpoint]").inner_text() == "Copied"
+    assert page.evaluate("navigator.clipboard.readText()") == endpoint
+    assert page.locator("details.setup[open] summary").inner_text().startswith("Okta")
+    shot(page, "04-directory-detail")
+
+    # Turn on the delivery log.
+    page.click("#logging-toggle")
+    page.wait_for_selector("text=Webhook deliveries are now logged.")
+    assert page.locator("#logging-state").inner_text() == "On"
+    directory.refresh_from_db()
+    assert directory.log_webhook_events is True
+
+    # The identity provider provisions a user over SCIM.
+    created = scim(
+        endpoint,
+        old_secret,
+        "POST",
+        "/Users",
+        json={
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+            "userName": "ann.lee@acme.test",
+            "name": {"givenName": "Ann", "familyName": "Lee"},
+            "emails": [{"value": "ann.lee@acme.test", "type": "work", "primary": True}],
+            "active": True,
+        },
+    )
+    assert created.status_code == 201, created.text
+    user_id = created.json()["id"]
+
+    page.click("nav.tabs >> text=Users")
+    page.click("text=ann.lee@acme.test")
+    page.wait_for_url(f"{base}/portal/directories/{directory.id}/users/{user_id}")
+    assert "Ann" in page.locator("dl.facts").inner_text()
+    assert '"givenName": "Ann"' in page.locator("#raw-json").inner_text()
+    shot(page, "05-user-detail")
+
+    # Its user.created webhook went to a receiver answering 500: a failed delivery, highlighted.
+    assert dispatch.drain(timeout=15)
+    page.click("nav.tabs >> text=Webhook deliveries")
+    failed = page.locator("li.delivery-failed")
+    deadline = time.monotonic() + 10
+    while failed.count() == 0 and time.monotonic() < deadline:  # the attempt is async; give it a moment
+        time.sleep(0.3)
+        page.reload()
+    assert failed.count() == 1
+    assert failed.evaluate("el => getComputedStyle(el).borderLeftColor") == FAIL_RED
+    failed.locator("summary").click()
+    body = failed.locator(".delivery-body").inner_text()
+    assert "500" in body and "receiver exploded" in body and "user.created" in body and "ann.lee@acme.test" in body
+    shot(page, "06-deliveries-failed")
+    page.click("nav.segmented >> text=Failed")
+    assert page.locator("li.delivery").count() == 1
+
+    # Rotate the SCIM secret (after a confirmation step): the old one is refused at once.
+    page.click("nav.tabs >> text=Overview")
+    page.click("text=Rotate SCIM secret…")
+    shot(page, "07-rotate-confirm")
+    page.click("button.btn-danger")
+    page.wait_for_selector("text=New SCIM secret created")
+    page.click("details.secret >> text=Show secret")
+    new_secret = page.locator("#scim-secret").inner_text()
+    assert new_secret != old_secret
+    refused = scim(endpoint, old_secret, "GET", "/Users")
+    assert refused.status_code == 401
+    assert scim(endpoint, new_secret, "GET", "/Users").json()["totalResults"] == 1
+
+    # Everything the admin did is in the audit trail, once each.
+    page.click("text=Audit trail")
+    trail = page.locator("table.audit tbody").inner_text()
+    for action in ("directory.created", "directory.webhook_logging_toggled", "directory.scim_secret_rotated"):
+        assert trail.count(action) == 1, action
+    assert AuditEntry.objects.filter(action="directory.created").count() == 1
+    shot(page, "08-audit")
+
+    page.click("text=Directories")
+    assert "1" in page.locator("td[data-label=Users]").inner_text()
+    shot(page, "09-directories")
+
+    # The same pages on a phone.
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, base_url=base, is_mobile=True)
+    phone.add_cookies(context.cookies())
+    mobile = phone.new_page()
+    for path, name in (
+        ("/portal/", "10-phone-directories"),
+        (f"/portal/directories/{directory.id}", "11-phone-directory"),
+        (f"/portal/directories/{directory.id}/deliveries", "12-phone-deliveries"),
+    ):
+        mobile.goto(path)
+        # Nothing may force sideways scrolling of the whole page on a phone.
+        assert mobile.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), path
+        shot(mobile, name)
+    phone.close()
+
+    # Sign out ends the session.
+    page.click("text=Sign out")
+    page.wait_for_selector("text=You are signed out.")
+    page.goto("/portal/")
+    assert "/portal/login" in page.url
+    context.close()

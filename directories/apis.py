@@ -54,6 +54,9 @@ class ApiView(APIView):
     renderer_classes = [OrjsonRenderer]
     # Bodies are read by json_body(); the parser is listed so the schema says the API takes JSON.
     parser_classes = [JSONParser]
+    # DRF answers OPTIONS with a bare metadata object; every answer here is an envelope, so OPTIONS
+    # becomes an enveloped 405 (there is no browser client to pre-flight for).
+    metadata_class = None
 
 
 def json_body(request: Request) -> Any:

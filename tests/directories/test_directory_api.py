@@ -353,3 +353,14 @@ def test_a_wrong_method_is_an_enveloped_405(
     assert response["Content-Type"] == "application/json"
     assert_error(response.status_code, response.json(), 405, method.upper())
     assert Directory.objects.filter(pk=directory_a.pk).exists()
+
+
+def test_options_is_an_enveloped_405_not_drf_metadata(api_client: Client) -> None:
+    response = api_client.options(BASE)
+    assert_error(response.status_code, response.json(), 405, "OPTIONS")
+
+
+def test_head_is_answered_like_get_without_a_body(api_client: Client, directory_a: Directory) -> None:
+    response = api_client.head(f"{BASE}/{directory_a.id}")
+    assert response.status_code == 200
+    assert response.content == b""

@@ -281,3 +281,13 @@ def test_paging_rejects_values_that_are_not_non_negative_integers(
     status, body = get(api_client, f"{BASE}/{kind}", {**ACME, name: value})
     assert status == 400
     assert body == {"data": None, "error": {"message": f"{name} must be a non-negative integer.", "code": 400}}
+
+
+def test_raw_values_beyond_64_bits_are_still_rendered(api_client: Client, directory_a: Directory) -> None:
+    # orjson refuses such integers; an IdP may still send one in an extension attribute.
+    ann = make_user(directory_a, "ann")
+    ann.raw = {**ann.raw, "urn:example:big": 2**70}
+    ann.save()
+    status, body = get(api_client, f"{BASE}/users/{ann.id}", ACME)
+    assert status == 200
+    assert body["data"]["raw"]["urn:example:big"] == 2**70

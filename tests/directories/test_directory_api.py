@@ -364,3 +364,25 @@ def test_head_is_answered_like_get_without_a_body(api_client: Client, directory_
     response = api_client.head(f"{BASE}/{directory_a.id}")
     assert response.status_code == 200
     assert response.content == b""
+
+
+def test_delete_removes_the_directorys_pending_events_and_delivery_log(api_client: Client) -> None:
+    import uuid as uuid_mod
+
+    from directories.services import directory_create
+    from webhooks.models import WebhookDelivery, WebhookEvent
+    from webhooks.services import event_record
+
+    hooked = directory_create(data={"tenant": "t", "product": "p", "webhook_url": "https://h.example.com/"})
+    kept = directory_create(data={"tenant": "u", "product": "p", "webhook_url": "https://h.example.com/"})
+    for directory in (hooked, kept):
+        event_record(directory=directory, event_type="user.created", data={"id": "x"})
+        WebhookDelivery.objects.create(
+            directory=directory, event_id=uuid_mod.uuid4(), event_type="user.created", payload="{}"
+        )
+    response = api_client.delete(f"{BASE}/{hooked.id}")
+    assert response.status_code == 200
+    assert not WebhookDelivery.objects.filter(directory_id=hooked.id).exists()
+    assert not WebhookEvent.objects.filter(directory_id=hooked.id, target="directory").exists()
+    assert WebhookDelivery.objects.filter(directory_id=kept.id).count() == 1
+    assert WebhookEvent.objects.filter(directory_id=kept.id).count() == 1

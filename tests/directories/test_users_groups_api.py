@@ -291,3 +291,19 @@ def test_raw_values_beyond_64_bits_are_still_rendered(api_client: Client, direct
     status, body = get(api_client, f"{BASE}/users/{ann.id}", ACME)
     assert status == 200
     assert body["data"]["raw"]["urn:example:big"] == 2**70
+
+
+def test_read_routes_stay_within_their_query_budget(
+    api_client: Client, directory_a: Directory, django_assert_num_queries
+) -> None:  # noqa: ANN001
+    users = [make_user(directory_a, f"user{i}") for i in range(20)]
+    group = make_group(directory_a, "Eng", users)
+    # One query per list page and two for a group with its members, however many rows (env API key).
+    with django_assert_num_queries(1):
+        assert len(get(api_client, f"{BASE}/users", ACME)[1]["data"]) == 20
+    with django_assert_num_queries(1):
+        get(api_client, f"{BASE}/groups", ACME)
+    with django_assert_num_queries(1):
+        get(api_client, f"{BASE}/users/{users[0].id}", ACME)
+    with django_assert_num_queries(2):
+        assert len(get(api_client, f"{BASE}/groups/{group.id}", ACME)[1]["data"]["members"]) == 20

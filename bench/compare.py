@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jackson-port", type=int, default=5225)
     parser.add_argument("--receiver-port", type=int, default=8766)
     parser.add_argument("--gunicorn-workers", type=int, default=None)
+    parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. gthread (with --gunicorn-threads)")
+    parser.add_argument("--gunicorn-threads", type=int, default=None)
     parser.add_argument("--celery-pool", default="threads", choices=["threads", "prefork", "solo"])
     parser.add_argument("--celery-concurrency", type=int, default=4)
     parser.add_argument("--no-encryption", action="store_true", help="run Roster without DB_ENCRYPTION_KEY")
@@ -248,6 +250,14 @@ def main(argv: list[str] | None = None) -> int:
                 celery_pool=args.celery_pool,
                 celery_concurrency=args.celery_concurrency,
                 encrypt_secrets=not args.no_encryption,
+                extra_env={
+                    k: str(v)
+                    for k, v in (
+                        ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
+                        ("GUNICORN_THREADS", args.gunicorn_threads),
+                    )
+                    if v
+                },
             )
             by_name["roster"] = systems.roster_start(opts, logs=logs)
             if args.profile:

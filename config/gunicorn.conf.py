@@ -20,7 +20,8 @@ def _int(name: str, default: int) -> int:
 # Sync workers: a Roster request is short and CPU-bound (parse, 2-3 queries, render), so one request
 # per process is the cheapest model. On 2 cores, sync workers balanced 8 keep-alive clients evenly,
 # while gthread let keep-alive connections pile onto one worker (±50% between runs).
-worker_class = "sync"
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
+threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
 # memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
 workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)

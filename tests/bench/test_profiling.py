@@ -1,0 +1,36 @@
+"""Summaries of py-spy's collapsed stacks: self time, project functions, buckets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.profiling import summarize
+
+ROOT = "/work/main"
+SITE = "/work/main/.venv/lib/python3.11/site-packages"
+
+
+def test_summarize_counts_self_inclusive_and_buckets(tmp_path: Path) -> None:
+    raw = tmp_path / "phase.txt"
+    raw.write_text(
+        f'process 12:"gunicorn: worker";handle ({SITE}/gunicorn/workers/sync.py:140);'
+        f"scim_view ({ROOT}/scim/views.py:20);execute ({SITE}/psycopg/cursor.py:90) 30\n"
+        f'process 12:"gunicorn: worker";handle ({SITE}/gunicorn/workers/sync.py:140);'
+        f"scim_view ({ROOT}/scim/views.py:20);dumps ({SITE}/orjson/__init__.py:1) 10\n"
+        f'process 13:"gunicorn: worker";handle ({SITE}/gunicorn/workers/sync.py:140);'
+        f"close_graceful ({SITE}/gunicorn/util.py:300) 60\n"
+        "not a stack line\n"
+    )
+    summary = summarize(raw)
+    assert summary["samples"] == 100
+    assert summary["self"][0] == ("gunicorn/util.py:close_graceful", 60.0)
+    assert ("psycopg/cursor.py:execute", 30.0) in summary["self"]
+    assert summary["project_inclusive"] == [("scim/views.py:scim_view", 40.0)]
+    buckets = dict(summary["buckets"])
+    assert buckets["gunicorn (request parsing, socket)"] == 100.0
+    assert buckets["SQL driver (psycopg + django/db/backends)"] == 30.0
+    assert buckets["JSON (json / orjson)"] == 10.0
+
+
+def test_summarize_of_a_missing_recording_is_empty(tmp_path: Path) -> None:
+    assert summarize(tmp_path / "none.txt") == {"samples": 0}

@@ -62,7 +62,8 @@ def directory_or_none(directory_id: str) -> Directory | None:
 
 
 def search_term(request: HttpRequest, name: str = "q") -> str:
-    return (request.GET.get(name) or "").strip()[:200]
+    # NUL characters are dropped: PostgreSQL refuses them in text parameters (a 500, not a search).
+    return (request.GET.get(name) or "").replace("\x00", "").strip()[:200]
 
 
 def form_error_from(form: Any, exc: ValidationFailed) -> None:

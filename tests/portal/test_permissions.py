@@ -92,3 +92,30 @@ def test_portal_pages_are_not_cached(portal_client: Client, directory_a: Directo
     # The directory page shows secrets: no browser or proxy cache may keep it.
     response = portal_client.get(f"/portal/directories/{directory_a.id}")
     assert "no-store" in response.headers["Cache-Control"]
+
+
+def test_odd_query_strings_never_fail(portal_client: Client, directory_a: Directory) -> None:
+    d = f"/portal/directories/{directory_a.id}"
+    for url in (
+        "/portal/?q=%00&tenant=%00&product=a%00b&page=-1",
+        f"/portal/?q={'x' * 5000}",
+        f"{d}/users?q=%00&page=0",
+        f"{d}/groups?q=%00%00",
+        f"{d}/deliveries?status=%00&page=99999",
+        "/portal/audit?actor=%00&action=%00&directory=%00",
+    ):
+        assert portal_client.get(url).status_code == 200, url
+
+
+def test_directory_list_query_count_does_not_grow_with_directories(
+    portal_client: Client,
+    directory_a: Directory,
+    django_assert_max_num_queries,  # noqa: ANN001
+) -> None:
+    from directories.services import directory_create
+
+    for i in range(20):
+        directory_create(data={"tenant": f"t{i}", "product": "p"})
+    # session + admin + count + one page query with both counts as subqueries
+    with django_assert_max_num_queries(4):
+        assert portal_client.get("/portal/").status_code == 200

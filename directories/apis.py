@@ -81,6 +81,9 @@ def tenant_product(request: Request) -> tuple[str, str]:
         value = request.query_params.get(name, "").strip()
         if not value:
             raise ValidationFailed(f"The query parameter {name} is required.", field=name)
+        if "\x00" in value:
+            # PostgreSQL refuses NUL in a text parameter; no tenant or product can contain one.
+            raise ValidationFailed(f"The query parameter {name} must not contain NUL characters.", field=name)
         values.append(value)
     return values[0], values[1]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from typing import Any
 
@@ -17,6 +18,7 @@ from webhooks.services import directory_event_record
 from webhooks.urlcheck import validate_webhook_url
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 UPDATABLE_FIELDS = ("name", "webhook_url", "webhook_secret", "log_webhook_events", "deactivated")
 
 
@@ -32,6 +34,9 @@ def _string(data: dict[str, Any], field: str, *, max_length: int = 200) -> str |
     if not isinstance(value, str):
         raise ValidationFailed(f"{field} must be a string.", field=field)
     value = value.strip()
+    if _CONTROL_CHARACTERS.search(value):
+        # PostgreSQL text cannot hold NUL at all, and no name, tenant, URL or secret needs C0 controls.
+        raise ValidationFailed(f"{field} must not contain control characters.", field=field)
     if len(value) > max_length:
         raise ValidationFailed(f"{field} must be at most {max_length} characters.", field=field)
     return value

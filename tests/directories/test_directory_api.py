@@ -130,6 +130,9 @@ def test_create_records_an_audit_entry_naming_the_api_key(api_client: Client) ->
         ({"tenant": "acme", "product": "crm", "name": {"x": 1}}, ["name", "string"]),
         ({"tenant": "acme", "product": "crm", "log_webhook_events": "yes"}, ["log_webhook_events", "true or false"]),
         ({"tenant": "acme", "product": "crm", "type": 3}, ["type", "string"]),
+        ({"tenant": "ac\u0000me", "product": "crm"}, ["tenant", "control characters"]),
+        ({"tenant": "acme", "product": "crm", "name": "a\nb"}, ["name", "control characters"]),
+        ({"tenant": "acme", "product": "crm", "webhook_url": "https://h.example.com/\u0000"}, ["webhook_url"]),
     ],
 )
 def test_create_rejects_invalid_input_with_a_clear_400(api_client: Client, body: dict, fragments: list[str]) -> None:
@@ -282,6 +285,7 @@ def test_patch_with_nothing_to_change_answers_the_directory(api_client: Client, 
         ({"log_webhook_events": 1}, ["log_webhook_events"]),
         ({"webhook_secret": "x"}, ["webhook_secret", "webhook_url"]),
         ({"webhook_url": "gopher://x.example.com"}, ["webhook_url", "http"]),
+        ({"name": "x\u0000y"}, ["name", "control characters"]),
         ("[1, 2]", ["JSON object"]),
         ("{nope", ["not valid JSON"]),
     ],
@@ -386,3 +390,11 @@ def test_delete_removes_the_directorys_pending_events_and_delivery_log(api_clien
     assert not WebhookEvent.objects.filter(directory_id=hooked.id, target="directory").exists()
     assert WebhookDelivery.objects.filter(directory_id=kept.id).count() == 1
     assert WebhookEvent.objects.filter(directory_id=kept.id).count() == 1
+
+
+@pytest.mark.parametrize("path", [BASE, f"{BASE}/users", f"{BASE}/groups"])
+def test_a_nul_character_in_tenant_or_product_is_a_400_not_a_database_error(api_client: Client, path: str) -> None:
+    response = api_client.get(f"{path}?tenant=ac%00me&product=crm")
+    assert_error(response.status_code, response.json(), 400, "tenant", "NUL")
+    response = api_client.get(f"{path}?tenant=acme&product=c%00rm")
+    assert_error(response.status_code, response.json(), 400, "product", "NUL")

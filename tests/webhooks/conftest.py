@@ -166,9 +166,8 @@ def use_broker(url: str | None) -> None:
     from config.celery import app
 
     app.conf.broker_url = url
-    if app._pool is not None:
-        with contextlib.suppress(Exception):
-            app._pool.force_close_all()
+    # Not closed: kombu keeps one pool per broker URL in a global registry and would hand the closed
+    # pool back on the next switch to the same URL.
     app._pool = None
     app.amqp._producer_pool = None
 
@@ -196,6 +195,36 @@ def broker_url(settings) -> Iterator[str]:  # noqa: ANN001
     use_broker(url)
     yield url
     use_broker(None)
+
+
+class TaskCounter:
+    """Counts finished `webhooks.deliver` tasks (Celery's task_postrun signal), so a test can wait for
+    the worker to be idle before it reads the database: on the shared-cache in-memory SQLite test
+    database a read racing the worker's write fails with "table is locked" instead of waiting."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.condition = threading.Condition()
+
+    def __call__(self, sender: Any = None, **kwargs: Any) -> None:
+        if getattr(sender, "name", "") == "webhooks.deliver":
+            with self.condition:
+                self.count += 1
+                self.condition.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 20.0) -> bool:
+        with self.condition:
+            return self.condition.wait_for(lambda: self.count >= count, timeout=timeout)
+
+
+@pytest.fixture
+def delivered_tasks() -> Iterator[TaskCounter]:
+    from celery.signals import task_postrun
+
+    counter = TaskCounter()
+    task_postrun.connect(counter, weak=False)
+    yield counter
+    task_postrun.disconnect(counter)
 
 
 @pytest.fixture

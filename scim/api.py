@@ -200,6 +200,9 @@ def _route(
                 raise not_found()
             return 200, found[0], []
         return 200, _list_response(len(items), 1, items), []
+    if resource_type == ".search":
+        # RFC 7644 §3.4.3: searching several resource types at once from the root is optional.
+        raise ScimError(501, "POST /.search across resource types is not supported; query /Users or /Groups.")
     if resource_type not in ("users", "groups"):
         raise not_found()
     users = resource_type == "users"
@@ -249,7 +252,9 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
         if not isinstance(query, dict):
             raise invalid_value("query must be an object.")
         body = request.get("body")
-        if isinstance(body, bytes | str):
+        if resource_type not in ("users", "groups"):
+            body = None  # discovery and unknown routes answer 405/404/501 before looking at a body
+        elif isinstance(body, bytes | str):
             body = parse_json(body) if method in ("POST", "PUT", "PATCH") else None
         elif body is not None:
             check_json(body)

@@ -131,8 +131,14 @@ class UserColumns:
         return self.__dict__.copy()
 
 
-def user_finalize(doc: dict[str, Any], user_id: Any) -> tuple[dict[str, Any], UserColumns]:
-    """Validate a complete user document and derive the indexed columns; returns (raw, columns)."""
+def user_finalize(
+    doc: dict[str, Any], user_id: Any, *, default_active: bool | None = None
+) -> tuple[dict[str, Any], UserColumns]:
+    """Validate a complete user document and derive the indexed columns; returns (raw, columns).
+
+    A document without `active` keeps it out of `raw` (a PATCH may remove it) while the column says
+    true (SPEC §3 default); `default_active` writes a value into the document instead (POST, PUT).
+    """
     doc = _canonical_keys(doc, USER_INDEX)
     for key in list(doc):
         if key.lower() in READ_ONLY or key.lower() == "password":
@@ -146,8 +152,11 @@ def user_finalize(doc: dict[str, Any], user_id: Any) -> tuple[dict[str, Any], Us
     ext = doc.get(ENTERPRISE_SCHEMA)
     if ext is not None and not isinstance(ext, dict):
         raise invalid_value(f"{ENTERPRISE_SCHEMA} must be an object.")
+    if "active" not in doc and default_active is not None:
+        doc["active"] = default_active
     active = coerce_active(doc["active"]) if "active" in doc else True
-    doc["active"] = active
+    if "active" in doc:
+        doc["active"] = active
     name = doc.get("name") or {}
     first_name, last_name = name.get("givenName") or "", name.get("familyName") or ""
     _check_string(first_name, "name.givenName")
@@ -242,6 +251,8 @@ class DocumentPatcher:
                 if not isinstance(item, dict):
                     raise invalid_value(f"{key} must be an object.")
                 for sub_key, sub_value in item.items():
+                    if sub_key.lower() == "schemas":
+                        continue
                     self.apply(op, parse_patch_path(f"{key}:{sub_key}"), sub_value, True, lenient=True)
                 continue
             # Entra's path-less replace carries dotted keys such as "name.givenName" (INTEROP E3).
@@ -265,6 +276,32 @@ class DocumentPatcher:
         if not isinstance(container, dict):
             raise invalid_value(f"{key} must be an object.")
         return container, ext_index
+
+    def apply_text(self, op: str, path: str, value: Any, has_value: bool) -> None:
+        """Apply one operation whose path is a string (the whole extension URN is a path too)."""
+        lowered = path.strip().lower()
+        if lowered in self.extensions:
+            self._apply_extension(op, lowered, value)
+        else:
+            self.apply(op, parse_patch_path(path), value, has_value)
+
+    def _apply_extension(self, op: str, urn: str, value: Any) -> None:
+        key = _key(self.doc, urn)
+        if op == "remove":
+            if key is not None:
+                self.doc.pop(key)
+            schemas = self.doc.get("schemas")
+            if isinstance(schemas, list):
+                self.doc["schemas"] = [s for s in schemas if not (isinstance(s, str) and s.lower() == urn)]
+            return
+        if not isinstance(value, dict):
+            raise invalid_value(f"The value for {urn} must be an object.")
+        value = {k: v for k, v in value.items() if k.lower() != "schemas"}
+        if op == "replace" or key is None:
+            for sub_key in list(self.doc.get(key, {}) if key else {}):
+                self.doc[key].pop(sub_key)
+        for sub_key, sub_value in value.items():
+            self.apply(op, parse_patch_path(f"{urn}:{sub_key}"), sub_value, True, lenient=True)
 
     def apply(self, op: str, ppath: PatchPath, value: Any, has_value: bool, *, lenient: bool = False) -> None:
         """lenient: keys of a path-less value may name attributes outside the schema (kept in raw)."""
@@ -445,7 +482,7 @@ def user_patch(raw: dict[str, Any], operations: list[tuple[str, Any, Any, bool]]
         else:
             if op != "remove" and path.strip().lower() == "active":
                 value = coerce_active(value)
-            patcher.apply(op, parse_patch_path(path), value, has_value)
+            patcher.apply_text(op, path, value, has_value)
     return patcher.doc
 
 
@@ -591,7 +628,7 @@ def group_patch(raw: dict[str, Any], operations: list[tuple[str, Any, Any, bool]
             else:
                 plan.do_replace(member_ids(value, strict=True) if value is not None else [])
             continue
-        patcher.apply(op, ppath, value, has_value)
+        patcher.apply_text(op, path, value, has_value)
     return patcher.doc, plan
 
 

@@ -51,13 +51,9 @@ def user_resource(user: DirectoryUser) -> dict[str, Any]:
     return resource
 
 
-def member_item(directory_id: Any, user_id: Any, user_name: str) -> dict[str, Any]:
-    return {
-        "value": str(user_id),
-        "display": user_name,
-        "type": "User",
-        "$ref": user_location(directory_id, user_id),
-    }
+def member_item(directory_id: Any, user_id: Any) -> dict[str, Any]:
+    # No `display`: it would need a join to the users table for every member listed, and no IdP reads it.
+    return {"value": str(user_id), "type": "User", "$ref": user_location(directory_id, user_id)}
 
 
 def group_resource(group: DirectoryGroup, members: list[dict[str, Any]] | None) -> dict[str, Any]:

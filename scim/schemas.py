@@ -147,7 +147,6 @@ GROUP_ATTRIBUTES: list[dict[str, Any]] = [
         sub=[
             _a("value", mutability="immutable"),
             _a("$ref", "reference", mutability="immutable", refs=["User"]),
-            _a("display", mutability="readOnly"),
             _a("type", mutability="immutable", canonical=["User"]),
         ],
         description="Users of the same directory.",

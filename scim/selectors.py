@@ -77,13 +77,9 @@ def scim_group_members(*, directory: Directory, group_ids: list[uuid.UUID]) -> d
     result: dict[uuid.UUID, list[dict[str, Any]]] = {gid: [] for gid in group_ids}
     if not group_ids:
         return result
-    rows = (
-        GroupMembership.objects.filter(group_id__in=group_ids, group__directory=directory)
-        .order_by("id")
-        .values_list("group_id", "user_id", "user__user_name")
-    )
-    for group_id, user_id, user_name in rows:
-        result[group_id].append(member_item(directory.id, user_id, user_name))
+    rows = GroupMembership.objects.filter(group_id__in=group_ids).order_by("id").values_list("group_id", "user_id")
+    for group_id, user_id in rows:
+        result[group_id].append(member_item(directory.id, user_id))
     return result
 
 

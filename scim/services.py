@@ -50,7 +50,7 @@ def _conflict(what: str) -> ScimError:
 
 def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser, Events]:
     user_id = uuid.uuid4()
-    raw, columns = user_finalize(require_object(body), user_id)
+    raw, columns = user_finalize(require_object(body), user_id, default_active=True)
     user = DirectoryUser(id=user_id, directory=directory, raw=raw, **columns.as_dict())
     try:
         with transaction.atomic():
@@ -88,7 +88,7 @@ def scim_user_replace(*, directory: Directory, user_id: Any, body: Any) -> tuple
 
     def build(user: DirectoryUser) -> dict[str, Any]:
         doc = dict(body)
-        if not any(k.lower() == "active" for k in doc):
+        if not any(k.lower() == "active" for k in doc) and "active" in user.raw:
             doc["active"] = user.active  # decision: PUT without `active` keeps it (INTEROP O10)
         return doc
 

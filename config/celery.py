@@ -13,8 +13,9 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 
 # Publishing happens inside the SCIM request (after commit). When the broker is down the publish must
 # fail fast: the event is already safe in the outbox and the sweep enqueues it later.
-app.conf.broker_connection_timeout = 2
-app.conf.broker_transport_options = {"socket_connect_timeout": 2, "socket_timeout": 5, "max_retries": 0}
+# (webhooks.dispatch also stops trying for a few seconds after a failure.)
+app.conf.broker_connection_timeout = 1
+app.conf.broker_transport_options = {"socket_connect_timeout": 1, "socket_timeout": 5, "max_retries": 0}
 app.conf.task_publish_retry = False
 
 app.conf.beat_schedule = {

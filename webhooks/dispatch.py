@@ -4,9 +4,11 @@
 must be fast and must never raise:
 
 - With CELERY_BROKER_URL: publish the delivery task once, without Celery's publish retries and with
-  short broker timeouts (config/celery.py), so a dead broker costs the request milliseconds, not
-  seconds. A failed publish is logged and the event stays `pending` in the outbox; the sweep
-  (`webhooks.sweep` on beat, or `manage.py webhooks_sweep`) enqueues it when the broker is back.
+  short broker timeouts (config/celery.py). A failed publish is logged and the event stays `pending`
+  in the outbox; the sweep (`webhooks.sweep` on beat, or `manage.py webhooks_sweep`) enqueues it when
+  the broker is back. After a failure, on-commit publishes are skipped for BROKER_COOLDOWN seconds
+  (a small circuit breaker), so a broker that times out rather than refuses costs one request one
+  connect timeout, not every request every time. The sweep ignores the breaker.
 
 - Without a broker (the embedded default): a small, bounded pool of daemon threads in this process.
   Chosen over running the delivery inline in `on_commit` because inline would hold the identity
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from uuid import UUID
@@ -33,6 +36,9 @@ logger = logging.getLogger("roster.webhooks")
 
 IN_PROCESS_WORKERS = 4
 IN_PROCESS_BACKLOG = 1000
+BROKER_COOLDOWN = 10.0  # seconds without on-commit publishes after one failed
+
+_broker_down_until = 0.0  # time.monotonic() before which on-commit publishes are skipped
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
@@ -43,6 +49,9 @@ def enqueue(event_id: UUID) -> None:
     """Called by transaction.on_commit for each new outbox event. Must never raise into the request."""
     try:
         if settings.CELERY_BROKER_URL:
+            if time.monotonic() < _broker_down_until:
+                logger.info("broker marked down; webhook event %s stays pending for the sweep", event_id)
+                return
             _publish(event_id)
         else:
             _submit(event_id)
@@ -51,16 +60,34 @@ def enqueue(event_id: UUID) -> None:
         logger.exception("webhook event %s not enqueued; it stays pending for the sweep", event_id)
 
 
-def _publish(event_id: UUID) -> None:
+def enqueue_many(event_ids: list[UUID]) -> int:
+    """The sweep's enqueue: ignores the breaker (this is how it learns the broker is back) and stops
+    at the first failed publish, leaving the rest pending. Returns how many were handed over."""
+    if not settings.CELERY_BROKER_URL:
+        for event_id in event_ids:
+            _submit(event_id)
+        return len(event_ids)
+    for done, event_id in enumerate(event_ids):
+        if not _publish(event_id):
+            return done
+    return len(event_ids)
+
+
+def _publish(event_id: UUID) -> bool:
     from webhooks.tasks import webhook_event_deliver  # the task module imports services, which import us
 
+    global _broker_down_until
     try:
         webhook_event_deliver.apply_async(args=[str(event_id)], retry=False)
     except Exception as exc:
-        # kombu's OperationalError and friends; the message never contains the broker password.
+        _broker_down_until = time.monotonic() + BROKER_COOLDOWN
+        # kombu's OperationalError and friends; only the class, so no broker URL or password is logged.
         logger.warning(
             "broker unavailable (%s); webhook event %s stays pending for the sweep", type(exc).__name__, event_id
         )
+        return False
+    _broker_down_until = 0.0
+    return True
 
 
 def _pool() -> ThreadPoolExecutor:

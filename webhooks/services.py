@@ -267,11 +267,12 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
         .order_by("created_at", "id")
         .values_list("id", flat=True)[:limit]
     )
-    for event_id in pending:
-        dispatch.enqueue(event_id)
+    enqueued = dispatch.enqueue_many(pending) if pending else 0
     if pending or lost:
-        logger.info("webhook sweep: %d pending event(s) enqueued, %d marked worker lost", len(pending), lost)
-    return SweepResult(enqueued=len(pending), worker_lost=lost)
+        logger.info(
+            "webhook sweep: %d of %d pending event(s) enqueued, %d marked worker lost", enqueued, len(pending), lost
+        )
+    return SweepResult(enqueued=enqueued, worker_lost=lost)
 
 
 def _event_worker_lost(event_id: uuid.UUID) -> int:

@@ -274,12 +274,12 @@ def test_sweep_enqueues_old_pending_events_once_each(hooked_directory: Directory
     from webhooks import dispatch
 
     enqueued: list[uuid.UUID] = []
-    original = dispatch.enqueue
-    dispatch.enqueue = enqueued.append  # type: ignore[assignment]
+    original = dispatch.enqueue_many
+    dispatch.enqueue_many = lambda ids: enqueued.extend(ids) or len(ids)  # type: ignore[assignment]
     try:
         result = events_sweep()
     finally:
-        dispatch.enqueue = original  # type: ignore[assignment]
+        dispatch.enqueue_many = original  # type: ignore[assignment]
     assert result.enqueued == 3
     assert sorted(map(str, enqueued)) == sorted(p["id"] for p in payloads)
     for event_id in enqueued + enqueued:  # enqueued twice: still one attempt each

@@ -245,3 +245,37 @@ def test_broker_outage_loses_nothing_and_the_sweep_delivers_each_event_once(
     for request in got:
         receiver.assert_signed(request, SECRET)
     assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
+
+
+def test_publish_failure_opens_a_breaker_that_on_commit_publishes_respect_and_the_sweep_ignores(
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker that hangs instead of refusing would cost every request a connect timeout; after one
+    failure, on-commit publishes are skipped for a while (the events wait in the outbox)."""
+    import uuid
+
+    from webhooks.tasks import webhook_event_deliver
+
+    dead = f"redis://127.0.0.1:{closed_port()}/15"
+    private_ok.CELERY_BROKER_URL = dead
+    use_broker(dead)
+    attempts: list[str] = []
+    real_apply_async = webhook_event_deliver.apply_async
+
+    def counting_apply_async(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(kwargs["args"][0])
+        return real_apply_async(*args, **kwargs)
+
+    monkeypatch.setattr(webhook_event_deliver, "apply_async", counting_apply_async)
+    try:
+        ids = [uuid.uuid4() for _ in range(3)]
+        started = time.monotonic()
+        for event_id in ids:
+            dispatch.enqueue(event_id)  # never raises
+        assert time.monotonic() - started < 2.0
+        assert attempts == [str(ids[0])]  # the breaker skipped the other two
+        assert dispatch.enqueue_many(ids) == 0  # the sweep tries again, stops at the first failure
+        assert attempts == [str(ids[0]), str(ids[0])]
+    finally:
+        use_broker(None)

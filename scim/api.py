@@ -97,6 +97,17 @@ def authenticate(directory_id: Any, secret: Any) -> Directory:
     return directory
 
 
+def allowed_methods(resource_type: str, has_id: bool) -> tuple[str, ...] | None:
+    """The methods a route answers, or None for a route that does not exist (404)."""
+    if resource_type in ("users", "groups"):
+        return ("GET", "PUT", "PATCH", "DELETE") if has_id else ("GET", "POST")
+    if resource_type in ("serviceproviderconfig", "resourcetypes", "schemas"):
+        return ("GET",)
+    if resource_type == ".search":
+        return ("POST",)
+    return None
+
+
 def _int_param(query: dict[str, Any], name: str) -> int | None:
     value = query.get(name)
     if value is None or value == "":
@@ -251,6 +262,9 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
         query = request.get("query") or {}
         if not isinstance(query, dict):
             raise invalid_value("query must be an object.")
+        allowed = allowed_methods(resource_type, bool(resource_id))
+        if allowed is not None and method not in allowed:
+            raise ScimError(405, f"{method} is not allowed here; use {', '.join(allowed)}.")
         body = request.get("body")
         if resource_type not in ("users", "groups"):
             body = None  # discovery and unknown routes answer 405/404/501 before looking at a body

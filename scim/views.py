@@ -13,7 +13,7 @@ import orjson
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from scim.api import MAX_BODY_BYTES, scim_request
+from scim.api import MAX_BODY_BYTES, allowed_methods, scim_request
 from scim.errors import ScimError
 
 logger = logging.getLogger("roster.scim")
@@ -27,12 +27,6 @@ RESOURCES = {
     "serviceproviderconfigs": "serviceproviderconfig",
     "resourcetypes": "resourcetypes",
     "schemas": "schemas",
-}
-ALLOWED = {
-    ("users", False): "GET, POST",
-    ("groups", False): "GET, POST",
-    ("users", True): "GET, PUT, PATCH, DELETE",
-    ("groups", True): "GET, PUT, PATCH, DELETE",
 }
 
 
@@ -82,14 +76,16 @@ def _handle(request: HttpRequest, directory_id: str, resource: str, resource_id:
         length = 0
     if length > MAX_BODY_BYTES:
         raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-    body = request.body if method in ("POST", "PUT", "PATCH") else b""
+    resource_type = RESOURCES.get(resource.lower(), resource.lower() or "-")
+    allowed = allowed_methods(resource_type, bool(resource_id))
+    wants_body = method in ("POST", "PUT", "PATCH") and allowed is not None and method in allowed
+    body = request.body if wants_body else b""
     if body and request.content_type not in ACCEPTED_TYPES:
         raise ScimError(415, "Send the body as application/scim+json or application/json.")
-    resource_type = RESOURCES.get(resource.lower(), resource.lower() or "-")
     result = scim_request(
         {
             "method": method,
-            "body": body if method in ("POST", "PUT", "PATCH") else None,
+            "body": body if wants_body else None,
             "directoryId": directory_id,
             "resourceId": resource_id or None,
             "resourceType": resource_type,
@@ -97,5 +93,4 @@ def _handle(request: HttpRequest, directory_id: str, resource: str, resource_id:
             "query": {k: request.GET.get(k) for k in request.GET},
         }
     )
-    allow = ALLOWED.get((resource_type, bool(resource_id)), "GET")
-    return _respond(result["status"], result["data"], allow=allow)
+    return _respond(result["status"], result["data"], allow=", ".join(allowed or ("GET",)))

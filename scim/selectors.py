@@ -20,13 +20,19 @@ def _pk(value: Any) -> uuid.UUID | None:
         return None
 
 
-def scim_user_get(*, directory: Directory, user_id: Any, for_update: bool = False) -> DirectoryUser | None:
+def scim_user_get(
+    *, directory: Directory, user_id: Any, for_update: bool = False, for_delete: bool = False
+) -> DirectoryUser | None:
     """A user of this directory; None for an unknown id, another directory's id or a non-UUID."""
     pk = _pk(user_id)
     if pk is None:
         return None
     qs = DirectoryUser.objects.filter(directory=directory, pk=pk)
-    if for_update:
+    if for_delete:
+        # A full FOR UPDATE conflicts with the KEY SHARE a member insert takes on the user, so a
+        # delete and an insert of a membership of this user never interleave (deferred FK at commit).
+        qs = qs.select_for_update()
+    elif for_update:
         # No-key lock: renames and PATCHes of one user serialize, while group member inserts (which
         # take KEY SHARE on the user through the foreign key) are not blocked.
         qs = qs.select_for_update(no_key=True)

@@ -102,7 +102,7 @@ def scim_user_patch(*, directory: Directory, user_id: Any, body: Any) -> tuple[D
 
 def scim_user_delete(*, directory: Directory, user_id: Any) -> Events:
     with transaction.atomic():
-        user = scim_user_get(directory=directory, user_id=user_id, for_update=True)
+        user = scim_user_get(directory=directory, user_id=user_id, for_delete=True)
         if user is None:
             raise not_found("User")
         data = user_data(user)

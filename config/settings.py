@@ -124,6 +124,8 @@ LOGIN_URL = "/portal/login"
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 SESSION_COOKIE_HTTPONLY = True
+# Portal sessions last a working day, not Django's default two weeks.
+SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 

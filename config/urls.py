@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 
 from directories.errorpages import api_not_found
 
@@ -10,6 +11,8 @@ urlpatterns = [
     path("", include("directories.urls")),
     path("api/scim/v2.0/", include("scim.urls")),
     path("auditlog/admin/v1/", include("adminauth.urls")),
+    path("portal", RedirectView.as_view(url="/portal/", permanent=False)),
+    path("", RedirectView.as_view(url="/portal/", permanent=False)),
     path("portal/", include("portal.urls")),
     path("", include("webhooks.urls")),
 ]

@@ -220,9 +220,14 @@ def _log_enabled(directory: Directory) -> bool:
 
 
 def _record_drop(event: WebhookEvent, reason: str) -> None:
+    """Record why an event was not sent. A logging directory gets a `Dropped` entry in its delivery
+    log (and the outbox row goes). Otherwise the outbox row stays `dropped` with the reason until the
+    purge, without the payload for directory events: with logging off no user data is kept."""
     with transaction.atomic():
-        directory = Directory.objects.filter(pk=event.directory_id, log_webhook_events=True).first()
-        if directory is not None and event.target == "directory":
+        directory = None
+        if event.target == "directory":
+            directory = Directory.objects.filter(pk=event.directory_id, log_webhook_events=True).first()
+        if directory is not None:
             now = timezone.now()
             WebhookDelivery.objects.create(
                 directory=directory,
@@ -236,7 +241,12 @@ def _record_drop(event: WebhookEvent, reason: str) -> None:
                 attempted_at=now,
                 finished_at=now,
             )
-        _finish_event(event.id, EventState.DROPPED, reason, keep=True)
+            _finish_event(event.id, EventState.DROPPED, reason, keep=False)
+            return
+        changes = {"state": EventState.DROPPED, "state_reason": reason[:255], "finished_at": timezone.now()}
+        if event.target == "directory":
+            changes["body"] = ""
+        WebhookEvent.objects.filter(pk=event.id).update(**changes)
 
 
 # --- sweep and purge ----------------------------------------------------------------------------

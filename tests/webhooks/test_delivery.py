@@ -176,11 +176,24 @@ def test_deactivated_directory_events_are_dropped_with_a_reason(
     directory_update(directory=hooked_directory, data={"deactivated": True})
     assert event_deliver(event_id=payload["id"]) == EventState.DROPPED
     assert receiver.wait_for(1, timeout=0.3) == []
-    event = WebhookEvent.objects.get(pk=payload["id"])
-    assert (event.state, event.state_reason) == (EventState.DROPPED, "directory deactivated")
     entry = WebhookDelivery.objects.get(directory=hooked_directory)
     assert (entry.delivered, entry.error_class) == (False, "Dropped")
-    assert "deactivated" in entry.error_message
+    assert entry.error_message == "not sent: directory deactivated"
+    assert not WebhookEvent.objects.filter(pk=payload["id"]).exists()  # the log entry is the record
+
+
+def test_dropped_event_of_a_non_logging_directory_keeps_the_reason_but_not_the_payload(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+) -> None:
+    directory = make_hooked_directory(receiver, log=False)
+    payload = event_record(directory=directory, event_type="user.created", data={"id": "1", "email": "a@b.c"})
+    directory_update(directory=directory, data={"deactivated": True})
+    assert event_deliver(event_id=payload["id"]) == EventState.DROPPED
+    event = WebhookEvent.objects.get(pk=payload["id"])
+    assert (event.state, event.state_reason, event.body) == (EventState.DROPPED, "directory deactivated", "")
+    assert not WebhookDelivery.objects.exists()
+    assert receiver.wait_for(1, timeout=0.3) == []
 
 
 def test_events_of_a_deleted_directory_are_dropped(hooked_directory: Directory, receiver: Receiver) -> None:
@@ -188,7 +201,8 @@ def test_events_of_a_deleted_directory_are_dropped(hooked_directory: Directory, 
     # A row that survived its directory (e.g. recorded concurrently with the delete).
     WebhookEvent.objects.filter(pk=payload["id"]).update(directory_id=uuid.uuid4())
     assert event_deliver(event_id=payload["id"]) == EventState.DROPPED
-    assert WebhookEvent.objects.get(pk=payload["id"]).state_reason == "directory deleted"
+    event = WebhookEvent.objects.get(pk=payload["id"])
+    assert (event.state, event.state_reason, event.body) == (EventState.DROPPED, "directory deleted", "")
     assert receiver.wait_for(1, timeout=0.3) == []
 
 

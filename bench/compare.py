@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -28,7 +29,7 @@ from typing import Any
 
 from bench import systems
 from bench.httpclient import Client
-from bench.procs import MemorySampler, Service, wait_http
+from bench.procs import CpuMeter, MemorySampler, Service, postgres_backends, process_tree, wait_http
 from bench.profiling import PhaseProfiler, recording
 from bench.stats import median_summary
 from bench.workload import Workload, WorkloadConfig, totals
@@ -41,7 +42,14 @@ def log(message: str) -> None:
 
 
 def wait_webhooks(
-    receiver_port: int, key: str, expected: dict[str, int], *, since: float, max_wait: float, quiet: float
+    receiver_port: int,
+    key: str,
+    expected: dict[str, int],
+    *,
+    since: float,
+    since_write: float,
+    max_wait: float,
+    quiet: float,
 ) -> dict[str, Any]:
     """Poll the receiver until every expected event type has arrived, or deliveries stop coming."""
     client = Client(f"http://127.0.0.1:{receiver_port}")
@@ -62,7 +70,10 @@ def wait_webhooks(
     stats["expected_total"] = sum(expected.values())
     stats["complete"] = all(stats["by_type"].get(t, 0) >= n for t, n in expected.items())
     last = stats.get("last_at")
+    # The issue's measure: last webhook after the last request (check_404 reads come after the deletes).
     stats["lag_s"] = round(max(0.0, last - since), 3) if last else None
+    # Stricter: last webhook after the last request that produced an event.
+    stats["lag_after_last_write_s"] = round(last - since_write, 3) if last else None
     return stats
 
 
@@ -74,6 +85,7 @@ def run_one(
     receiver_port: int,
     webhook_secret: str,
     profiler: PhaseProfiler | None,
+    receiver_pid: int,
 ) -> dict[str, Any]:
     tag = secrets.token_hex(4)
     hook = f"http://127.0.0.1:{receiver_port}/{system.webhook_scheme}/{tag}"
@@ -94,6 +106,13 @@ def run_one(
     )
     workload = Workload(base_url=system.base_url, scim_path=scim_path, scim_secret=scim_secret, config=config)
     log(f"{system.name} c={concurrency} (directory {scim_path})")
+    # CPU seconds of every process involved, from the first request until the last webhook arrived.
+    groups = {svc.name: (lambda pid=svc.pid: process_tree([pid])) for svc in system.services}
+    groups[f"postgres ({system.database})"] = lambda: postgres_backends(system.database)
+    groups["webhook receiver"] = lambda: process_tree([receiver_pid])
+    groups["load generator"] = lambda: [os.getpid()]
+    meter = CpuMeter(groups)
+    meter.start()
     prefix = f"{system.name}-c{concurrency}"
     hooks = profiler.hooks(prefix) if profiler else None
     with recording(profiler, f"{prefix}-celery", profiler.celery_pid if profiler else None):
@@ -106,12 +125,18 @@ def run_one(
             f"{system.webhook_scheme}/{tag}",
             workload.expected_events(),
             since=workload.last_request_at,
+            since_write=workload.last_write_at,
             max_wait=args.webhook_wait,
             quiet=args.webhook_quiet,
         )
+    cpu = meter.stop()
+    requests = sum(r.requests for r in results)
+    cpu_per_request = {k: round(v * 1000 / requests, 2) for k, v in cpu.items()} if requests else {}
+    log("  CPU ms per request: " + ", ".join(f"{k} {v}" for k, v in cpu_per_request.items()))
     log(
         f"  webhooks: {webhooks['received']} received, {webhooks['valid']} valid, "
-        f"{webhooks['expected_total']} expected (complete={webhooks['complete']}), lag {webhooks['lag_s']} s"
+        f"{webhooks['expected_total']} expected (complete={webhooks['complete']}), lag {webhooks['lag_s']} s "
+        f"({webhooks['lag_after_last_write_s']} s after the last delete)"
         + (f", invalid: {webhooks['invalid_reasons']}" if webhooks["invalid"] else "")
     )
     return {
@@ -120,6 +145,8 @@ def run_one(
         "phases": [r.summary() for r in results],
         "total": totals(results),
         "webhooks": webhooks,
+        "cpu_seconds": cpu,
+        "cpu_ms_per_request": cpu_per_request,
     }
 
 
@@ -174,10 +201,14 @@ def table(by_key: dict[tuple[str, int], dict[str, Any]], concurrency: int) -> st
         for w in run.get("webhooks_all", [run["webhooks"]]):
             lines.append(
                 f"- {name} webhooks: {w['received']} received, {w['valid']} valid, {w['expected_total']} expected "
-                f"({'all types complete' if w['complete'] else 'INCOMPLETE'}), delivery lag {w['lag_s']} s"
+                f"({'all types complete' if w['complete'] else 'INCOMPLETE'}), delivery lag {w['lag_s']} s "
+                f"({w.get('lag_after_last_write_s')} s after the last delete)"
                 + (f", duplicates {w['duplicates']}" if w.get("duplicates") else "")
                 + (f", invalid {w['invalid_reasons']}" if w["invalid"] else "")
             )
+        if run.get("cpu_ms_per_request"):
+            parts = ", ".join(f"{k} {v}" for k, v in run["cpu_ms_per_request"].items())
+            lines.append(f"- {name} CPU ms per request (whole workload, webhooks included): {parts}")
         notes = sorted({n for p in run["phases"] for n in p["notes"]})
         for n in notes:
             lines.append(f"- {name}: {n}")
@@ -213,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="py-spy each Roster phase at the highest concurrency")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    # `timeout` and CI send SIGTERM: turn it into SystemExit so the finally blocks stop every server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     wanted = [s.strip() for s in args.systems.split(",") if s.strip()]
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
@@ -282,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                             receiver_port=args.receiver_port,
                             webhook_secret=webhook_secret,
                             profiler=prof,
+                            receiver_pid=receiver.pid,
                         )
                     )
     finally:

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PG_ADMIN = ["-h", "127.0.0.1", "-U", "postgres"]
@@ -168,3 +169,60 @@ def recreate_database(name: str) -> None:
     """Drop and create a PostgreSQL database so each run starts empty."""
     subprocess.run(["dropdb", *PG_ADMIN, "--if-exists", "--force", name], check=True, capture_output=True)
     subprocess.run(["createdb", *PG_ADMIN, name], check=True, capture_output=True)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # After the command name: state is field 3, utime/stime are fields 14/15 (1-based, man 5 proc).
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def postgres_backends(database: str) -> list[int]:
+    """PostgreSQL backend processes serving `database` (their title names it: "postgres: user db host")."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                title = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        parts = title.split()
+        if parts and parts[0] == "postgres:" and database in parts[1:5]:
+            pids.append(int(entry))
+    return pids
+
+
+class CpuMeter:
+    """CPU seconds used by named process groups between start() and stop().
+
+    Processes that appear during the interval (a new PostgreSQL backend) are counted from zero;
+    processes that exit during it lose their last slice, which is small for long-lived servers.
+    """
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
+        self.groups = groups
+        self._start: dict[str, dict[int, float]] = {}
+
+    def _snapshot(self) -> dict[str, dict[int, float]]:
+        return {name: {pid: cpu_seconds(pid) for pid in find()} for name, find in self.groups.items()}
+
+    def start(self) -> None:
+        self._start = self._snapshot()
+
+    def stop(self) -> dict[str, float]:
+        end = self._snapshot()
+        used: dict[str, float] = {}
+        for name, pids in end.items():
+            before = self._start.get(name, {})
+            used[name] = round(sum(max(0.0, t - before.get(pid, 0.0)) for pid, t in pids.items()), 3)
+        return used

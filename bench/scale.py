@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import sys
 import time
 import uuid
@@ -239,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", default="roster_scale")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    # `timeout` and CI send SIGTERM: turn it into SystemExit so the finally blocks stop every server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = sorted(int(s) for s in args.sizes.split(","))
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"logs-scale-{stamp}"

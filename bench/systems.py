@@ -31,6 +31,7 @@ class System:
     page_size: int
     totals_capped: bool
     webhook_scheme: str
+    database: str = ""
     services: list[Service] = field(default_factory=list)
 
     @property
@@ -100,7 +101,9 @@ def jackson_start(*, port: int, database: str, logs: Path) -> System:
         "JACKSON_API_KEYS": "bench-key",
         "NODE_ENV": "production",
     }
-    system = System("jackson", port, "bench-key", page_size=50, totals_capped=True, webhook_scheme="jackson")
+    system = System(
+        "jackson", port, "bench-key", page_size=50, totals_capped=True, webhook_scheme="jackson", database=database
+    )
     node = Service("jackson", ["node", "server.js"], env=env, cwd=JACKSON_DIR, log=logs / "jackson.log")
     system.services.append(node)
     try:
@@ -158,7 +161,15 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
     env = roster_env(opts)
     _run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env)
     _run(["redis-cli", "-n", str(opts.redis_db), "FLUSHDB"])
-    system = System("roster", opts.port, "bench-key", page_size=100, totals_capped=False, webhook_scheme="roster")
+    system = System(
+        "roster",
+        opts.port,
+        "bench-key",
+        page_size=100,
+        totals_capped=False,
+        webhook_scheme="roster",
+        database=opts.database,
+    )
     system.env = env  # type: ignore[attr-defined]  # kept for the manage.py fallback below
     gunicorn = [
         str(VENV_BIN / "gunicorn"),

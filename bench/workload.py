@@ -134,6 +134,7 @@ class Workload:
         self.group_ids: list[str | None] = [None] * config.groups
         self.removed = range(0, n // 10)  # deactivated, then deleted
         self.last_request_at = 0.0  # time.time() when the last request of the workload answered
+        self.last_write_at = 0.0  # ... and when the last request that makes events (delete) answered
         self.observed_totals: set[int] = set()
 
     def close(self) -> None:
@@ -279,6 +280,7 @@ class Workload:
         step("list_users", 0, None)
         step("deactivate", len(self.removed), self._deactivate)
         step("delete", len(self.removed), self._delete)
+        self.last_write_at = time.time()
         step("check_404", len(self.removed), self._check_gone)
         self.last_request_at = time.time()
         return results

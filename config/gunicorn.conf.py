@@ -56,5 +56,24 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 
+
+def when_ready(server: object) -> None:
+    """Runs in the master after the app is preloaded and before any worker is forked.
+
+    Django imports the URLconf (and with it every view module) lazily on the first request, so
+    without this each worker would import them on its own and keep a private copy. Importing them
+    here puts them in pages shared by all workers. `gc.freeze()` then moves every object made so far
+    out of the collector's reach, so the workers' garbage collections do not write to (and copy) the
+    shared pages (the CPython docs recommend exactly this before fork).
+    """
+    import gc
+
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 - the import side effect is the point
+    gc.collect()
+    gc.freeze()
+
+
 # Behind a TLS-terminating proxy on the same host; widen with FORWARDED_ALLOW_IPS.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

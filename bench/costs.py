@@ -1,0 +1,227 @@
+"""CPU cost of each SCIM operation inside one Roster process, and what candidate fixes would save.
+
+    .venv/bin/python -m bench.costs                 # all variants, 300 requests per operation
+    .venv/bin/python -m bench.costs --variants baseline --repeats 1000
+
+Calls the WSGI application directly (no socket, no gunicorn, no client) on a fresh PostgreSQL
+database with production settings and a Redis broker, and reports process CPU milliseconds per
+request (time.process_time, so waiting for PostgreSQL does not count) and SQL statements per request.
+On 2 cores, requests/s ≈ 2000 ÷ (CPU ms per request of everything involved), see CEILING.md.
+
+Variants switch one thing off in this process only (monkeypatching; nothing in the application is
+edited), to price a fix before anyone writes it:
+
+- baseline         production settings as they are
+- no_health_check  CONN_HEALTH_CHECKS off: no `SELECT 1` before the first query of each request
+- no_publish       webhooks.dispatch.enqueue does nothing (the cost of one Celery publish per event)
+- lean_middleware  only SecurityMiddleware + CommonMiddleware (SCIM uses no session, auth, CSRF,
+                   messages or static files)
+- all              the three together
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from bench import systems
+from bench.procs import recreate_database
+from bench.workload import GROUP_SCHEMA, PATCH_SCHEMA, okta_user
+
+VARIANTS = ("baseline", "no_health_check", "no_publish", "lean_middleware", "all")
+
+
+class Harness:
+    def __init__(self, variant: str) -> None:
+        from django.conf import settings
+        from django.core.handlers.wsgi import WSGIHandler
+        from django.db import connection
+
+        import webhooks.dispatch
+        from directories.services import directory_create
+
+        self.variant = variant
+        on = {variant} if variant != "all" else set(VARIANTS)
+        connection.settings_dict["CONN_HEALTH_CHECKS"] = "no_health_check" not in on
+        connection.health_check_enabled = "no_health_check" not in on  # read at connect(); set it now too
+        self._enqueue = webhooks.dispatch.enqueue
+        if "no_publish" in on:
+            webhooks.dispatch.enqueue = lambda event_id: None
+        middleware = list(settings.MIDDLEWARE)
+        if "lean_middleware" in on:
+            settings.MIDDLEWARE = [
+                "django.middleware.security.SecurityMiddleware",
+                "django.middleware.common.CommonMiddleware",
+            ]
+        self.app = WSGIHandler()  # builds its middleware chain from settings now
+        settings.MIDDLEWARE = middleware
+        tag = secrets.token_hex(4)
+        self.directory = directory_create(
+            data={
+                "tenant": f"costs-{tag}",
+                "product": "bench",
+                "type": "okta-scim-v2",
+                # A webhook, so every change records its outbox event like in production; nothing
+                # listens on port 9, deliveries (by the Celery worker, not running here) would fail.
+                "webhook_url": "http://127.0.0.1:9/hook",
+            }
+        )
+        self.base = f"/api/scim/v2.0/{self.directory.id}"
+        self.tag = tag
+        self.counter = 0
+        self.user_ids: list[str] = []
+        status, body = self.call("POST", f"{self.base}/Groups", {"schemas": [GROUP_SCHEMA], "displayName": "g"})
+        self.group_id = json.loads(body)["id"]
+
+    def restore(self) -> None:
+        import webhooks.dispatch
+
+        webhooks.dispatch.enqueue = self._enqueue
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[str, bytes]:
+        data = json.dumps(body).encode() if body is not None else b""
+        route, _, query = path.partition("?")
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": route,
+            "QUERY_STRING": query,
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "HTTP_HOST": "127.0.0.1:8000",
+            "HTTP_AUTHORIZATION": f"Bearer {self.directory.scim_secret}",
+            "CONTENT_TYPE": "application/scim+json",
+            "CONTENT_LENGTH": str(len(data)),
+            "wsgi.input": io.BytesIO(data),
+            "wsgi.url_scheme": "http",
+            "wsgi.errors": sys.stderr,
+        }
+        status: list[str] = []
+        out = b"".join(self.app(environ, lambda s, h, e=None: status.append(s)))
+        return status[0], out
+
+    # one request each; the workload's bodies
+    def create_user(self) -> tuple[str, bytes]:
+        self.counter += 1
+        status, body = self.call("POST", f"{self.base}/Users", okta_user(self.tag, self.counter))
+        self.user_ids.append(json.loads(body)["id"])
+        return status, body
+
+    def add_member(self) -> tuple[str, bytes]:
+        user = self.user_ids.pop()
+        op = {"op": "add", "path": "members", "value": [{"value": user}]}
+        body = {"schemas": [PATCH_SCHEMA], "Operations": [op]}
+        return self.call("PATCH", f"{self.base}/Groups/{self.group_id}", body)
+
+    def filter_user(self) -> tuple[str, bytes]:
+        return self.call("GET", f"{self.base}/Users?filter=userName%20eq%20%22bench.{self.tag}.1@example.com%22")
+
+    def list_page(self) -> tuple[str, bytes]:
+        return self.call("GET", f"{self.base}/Users?startIndex=1&count=100")
+
+    def deactivate(self) -> tuple[str, bytes]:
+        body = {"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "value": {"active": False}}]}
+        return self.call("PATCH", f"{self.base}/Users/{self.user_ids[-1]}", body)
+
+    def get_404(self) -> tuple[str, bytes]:
+        return self.call("GET", f"{self.base}/Users/{uuid.uuid4()}")
+
+    def healthz(self) -> tuple[str, bytes]:
+        return self.call("GET", "/healthz")
+
+
+def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    plan: list[tuple[str, Callable[[], tuple[str, bytes]]]] = [
+        ("create_user", harness.create_user),
+        ("add_member", harness.add_member),
+        ("filter_userName", harness.filter_user),
+        ("list_page_100", harness.list_page),
+        ("deactivate", harness.deactivate),
+        ("get_404", harness.get_404),
+        ("healthz (no SCIM)", harness.healthz),
+    ]
+    out: dict[str, dict[str, float]] = {}
+    for name, fn in plan:
+        n = repeats if name != "list_page_100" else max(20, repeats // 5)
+        for _ in range(10):
+            fn()  # warm-up
+        if name == "create_user":
+            n_extra = repeats + 20  # spares for add_member
+        else:
+            n_extra = 0
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        status = ""
+        for _ in range(n):
+            status, _body = fn()
+        cpu = (time.process_time() - cpu0) / n * 1000
+        wall = (time.perf_counter() - wall0) / n * 1000
+        for _ in range(n_extra):
+            fn()
+        with CaptureQueriesContext(connection) as ctx:
+            fn()
+        out[name] = {
+            "status": status,
+            "cpu_ms": round(cpu, 2),
+            "wall_ms": round(wall, 2),
+            "queries": len(ctx.captured_queries),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--repeats", type=int, default=300)
+    parser.add_argument("--database", default="roster_costs")
+    parser.add_argument("--redis-db", type=int, default=13)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    variants = [v for v in args.variants.split(",") if v]
+    opts = systems.RosterOptions(database=args.database, redis_db=args.redis_db)
+    env = systems.roster_env(opts)
+    env["LOG_LEVEL"] = "ERROR"  # django.request logs every 404 as a warning; not what is measured here
+    recreate_database(args.database)
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    results: dict[str, Any] = {}
+    for variant in variants:
+        harness = Harness(variant)
+        try:
+            results[variant] = measure(harness, args.repeats)
+        finally:
+            harness.restore()
+        print(f"{variant}: " + ", ".join(f"{k} {v['cpu_ms']} ms" for k, v in results[variant].items()), flush=True)
+    # Nothing consumes the publishes made here; drop them so no worker ever tries them.
+    import subprocess
+
+    subprocess.run(["redis-cli", "-n", str(args.redis_db), "FLUSHDB"], capture_output=True, check=False)
+
+    ops = list(results[variants[0]])
+    print()
+    print("| operation | queries | " + " | ".join(f"{v} CPU ms" for v in variants) + " |")
+    print("|---|---:|" + "---:|" * len(variants))
+    for op in ops:
+        cells = " | ".join(f"{results[v][op]['cpu_ms']:.2f}" for v in variants)
+        print(f"| {op} | {results[variants[0]][op]['queries']} | {cells} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,7 +14,7 @@ os.environ.setdefault("DEBUG", "false")
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 
-from config.env import env  # noqa: E402
+from config.env import BASE_DIR, env  # noqa: E402
 from config.settings import *  # noqa: E402, F403
 from config.settings import DATABASES  # noqa: E402
 
@@ -27,6 +27,10 @@ if _test_db:
     DATABASES = {"default": env.db_url_config(_test_db)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["CONN_MAX_AGE"] = 0
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not Django's shared in-memory database: background delivery threads and the live
+    # server then wait on SQLite's busy timeout instead of failing with "database table is locked".
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
 if CI and DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("CI=true requires PostgreSQL (TEST_DATABASE_URL must be a postgres:// URL).")
 

@@ -32,6 +32,7 @@ class System:
     totals_capped: bool
     webhook_scheme: str
     database: str = ""
+    env: dict[str, str] = field(default_factory=dict)  # the environment its processes were started with
     services: list[Service] = field(default_factory=list)
 
     @property
@@ -169,8 +170,8 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
         totals_capped=False,
         webhook_scheme="roster",
         database=opts.database,
+        env=env,
     )
-    system.env = env  # type: ignore[attr-defined]  # kept for the manage.py fallback below
     gunicorn = [
         str(VENV_BIN / "gunicorn"),
         "-c",
@@ -222,6 +223,6 @@ def roster_directory_create(system: System, *, tag: str, webhook_url: str, webho
         f" 'webhook_url': {webhook_url!r}, 'webhook_secret': {webhook_secret!r}}})\n"
         "print(json.dumps({'id': str(d.id), 'secret': d.scim_secret}))\n"
     )
-    out = _run([sys.executable, "-c", code], cwd=ROOT, env=system.env).stdout  # type: ignore[attr-defined]
+    out = _run([sys.executable, "-c", code], cwd=ROOT, env=system.env).stdout
     data = json.loads(out.strip().splitlines()[-1])
     return f"/api/scim/v2.0/{data['id']}", data["secret"]

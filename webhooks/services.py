@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from directories.models import Directory
@@ -150,13 +150,8 @@ def event_deliver(*, event_id: uuid.UUID | str) -> str | None:
         event_id = uuid.UUID(str(event_id))
     except ValueError:
         return None
-    claimed_at = timezone.now()
-    if not WebhookEvent.objects.filter(pk=event_id, state=EventState.PENDING).update(
-        state=EventState.SENDING, claimed_at=claimed_at
-    ):
-        return None
-    event = WebhookEvent.objects.filter(pk=event_id).first()
-    if event is None:  # deleted with its directory between the claim and here
+    event = _claim(event_id)
+    if event is None:
         return None
     target = _resolve_target(event)
     if isinstance(target, str):
@@ -190,9 +185,12 @@ def event_deliver(*, event_id: uuid.UUID | str) -> str | None:
         logger.warning(
             "webhook event %s (%s) failed: %s %s", event.id, event.event_type, result.error_class, result.error_message
         )
+    if not (target.directory is not None and target.directory.log_webhook_events):
+        # Nothing to log: one DELETE or UPDATE, atomic by itself, so no transaction round trips.
+        _finish_event(event.id, state, result.error_message, keep=event.target == "global")
+        return state
     with transaction.atomic():
-        logs = target.directory is not None and target.directory.log_webhook_events and _log_enabled(target.directory)
-        if logs:
+        if _log_enabled(target.directory):
             WebhookDelivery.objects.create(
                 directory_id=target.directory.id,
                 event_id=event.id,
@@ -212,6 +210,50 @@ def event_deliver(*, event_id: uuid.UUID | str) -> str | None:
         # event has no directory log, so its outbox row keeps the outcome until the purge.
         _finish_event(event.id, state, result.error_message, keep=event.target == "global")
     return state
+
+
+def _claim(event_id: uuid.UUID) -> WebhookEvent | None:
+    """`pending` -> `sending`, atomically; the claimed event, or None when it is unknown or someone else
+    claimed it. On PostgreSQL and SQLite the conditional UPDATE returns the row itself (one statement
+    instead of an UPDATE then a SELECT); the condition on `state` is what makes the claim exclusive."""
+    claimed_at = timezone.now()
+    if connection.vendor not in ("postgresql", "sqlite"):
+        if not WebhookEvent.objects.filter(pk=event_id, state=EventState.PENDING).update(
+            state=EventState.SENDING, claimed_at=claimed_at
+        ):
+            return None
+        return WebhookEvent.objects.filter(pk=event_id).first()
+    meta = WebhookEvent._meta
+    column = {f.name: connection.ops.quote_name(f.column) for f in meta.concrete_fields}
+    returned = ("id", "directory_id", "event_type", "target", "body")
+    # Identifiers come from the model and are quoted; every value is a parameter.
+    table = connection.ops.quote_name(meta.db_table)
+    returning = ", ".join(column[f] for f in returned)
+    sql = (
+        f"UPDATE {table} SET {column['state']} = %s, {column['claimed_at']} = %s "  # noqa: S608
+        f"WHERE {column['id']} = %s AND {column['state']} = %s RETURNING {returning}"
+    )
+    params = [
+        EventState.SENDING,
+        meta.get_field("claimed_at").get_db_prep_value(claimed_at, connection),
+        meta.pk.get_db_prep_value(event_id, connection),
+        EventState.PENDING,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    # Only the fields the attempt reads; from_db_value is not involved for these column types.
+    return WebhookEvent(
+        id=uuid.UUID(str(row[0])),
+        directory_id=uuid.UUID(str(row[1])),
+        event_type=row[2],
+        target=row[3],
+        body=row[4],
+        state=EventState.SENDING,
+        claimed_at=claimed_at,
+    )
 
 
 def _log_enabled(directory: Directory) -> bool:

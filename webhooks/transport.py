@@ -11,10 +11,22 @@ Other guards: `trust_env=False` (no proxy, .netrc or CA override from the enviro
 `allow_redirects=False`, no retries, `Accept-Encoding: identity` (no decompression bombs), the
 response read stops at 64 KiB, and one total deadline (WEBHOOK_TIMEOUT) covers connect, waiting for
 the answer and reading it: a watchdog shuts the socket down when it passes.
+
+Cost per event (bench/README: a new Session, Timer thread and TCP connection each time was most of the
+worker's transport CPU): each thread keeps one Session, whose pool manager keeps one pool per
+(scheme, host, port), so consecutive events to the same receiver reuse a keep-alive connection. The
+address check still runs on every new connection; a reused one was checked when it was opened, and is
+checked again against the current policy before reuse (WEBHOOK_ALLOW_PRIVATE_NETWORKS may have been
+switched off since). Connections idle longer than KEEPALIVE_IDLE are not reused: a receiver that closes
+idle connections (Node's default is 5 s) could otherwise close one while our request is on its way,
+and an attempt is never retried. One watchdog thread per process serves every attempt's deadline
+instead of a new Timer thread per attempt.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import socket
 import threading
 import time
@@ -40,9 +52,16 @@ RESPONSE_READ_CAP = 64 * 1024
 EXCERPT_CAP = 4096
 USER_AGENT = "Roster-Webhooks/1.0"
 
-# The connections opened by the attempt running on this thread, so its watchdog can cut them.
-# One attempt runs at a time per thread (Celery worker process or in-process pool thread).
+# Per thread: the Session reused across attempts, and the connections used by the attempt running now,
+# so the watchdog can cut them. One attempt runs at a time per thread (Celery worker thread or
+# in-process pool thread).
 _current = threading.local()
+
+# A pooled connection idle longer than this is closed rather than reused (see the module docstring).
+KEEPALIVE_IDLE = 4.0
+# Distinct receivers whose pools one thread keeps (least recently used dropped first); one connection
+# each, since a thread makes one attempt at a time.
+POOLS_PER_THREAD = 16
 
 
 @dataclass(frozen=True)
@@ -81,9 +100,7 @@ class _GuardedConnectionMixin:
             except OSError as exc:
                 last_error = exc
                 continue
-            registry = getattr(_current, "connections", None)
-            if registry is not None:
-                registry.append(self)
+            self._checked_ip = ip  # what the guard approved; re-judged before each reuse
             return sock
         raise NewConnectionError(self, f"Failed to establish a new connection: {last_error}") from last_error  # type: ignore[arg-type]
 
@@ -113,11 +130,34 @@ class GuardedHTTPSConnection(_GuardedConnectionMixin, HTTPSConnection):
     pass
 
 
-class GuardedHTTPConnectionPool(HTTPConnectionPool):
+class _GuardedPoolMixin:
+    """Hands the attempt's connection (new or reused) to the watchdog registry, and refuses to reuse a
+    connection that sat idle too long or whose address the current policy no longer allows."""
+
+    def _get_conn(self, timeout: float | None = None):  # noqa: ANN202
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
+        if getattr(conn, "sock", None) is not None:
+            checked = getattr(conn, "_checked_ip", None)
+            idle = time.monotonic() - getattr(conn, "_released_at", 0.0)
+            allowed = checked is not None and (private_networks_allowed() or address_is_public(checked))
+            if idle > KEEPALIVE_IDLE or not allowed:
+                conn.close()  # the next request on it opens (and checks) a new connection
+        registry = getattr(_current, "connections", None)
+        if registry is not None:
+            registry.append(conn)
+        return conn
+
+    def _put_conn(self, conn) -> None:  # noqa: ANN001
+        if conn is not None:
+            conn._released_at = time.monotonic()
+        super()._put_conn(conn)  # type: ignore[misc]
+
+
+class GuardedHTTPConnectionPool(_GuardedPoolMixin, HTTPConnectionPool):
     ConnectionCls = GuardedHTTPConnection
 
 
-class GuardedHTTPSConnectionPool(HTTPSConnectionPool):
+class GuardedHTTPSConnectionPool(_GuardedPoolMixin, HTTPSConnectionPool):
     ConnectionCls = GuardedHTTPSConnection
 
 
@@ -133,22 +173,87 @@ class GuardedAdapter(HTTPAdapter):
 def session_create() -> requests.Session:
     session = requests.Session()
     session.trust_env = False  # INTEROP S4: no HTTP(S)_PROXY, .netrc or REQUESTS_CA_BUNDLE from the environment
-    adapter = GuardedAdapter(max_retries=0)  # one attempt, never retried (SPEC §5)
+    # max_retries=0: one attempt, never retried (SPEC §5).
+    adapter = GuardedAdapter(max_retries=0, pool_connections=POOLS_PER_THREAD, pool_maxsize=1)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
 
 
-def _cut(connections: list, fired: threading.Event) -> None:
-    fired.set()
-    for conn in list(connections):
-        sock = getattr(conn, "sock", None)
-        if sock is None:
-            continue
-        try:
-            sock.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked in recv() on the attempt's thread
-        except OSError:
-            pass
+def _thread_session() -> requests.Session:
+    session = getattr(_current, "session", None)
+    if session is None:
+        session = _current.session = session_create()
+    return session
+
+
+class _Deadline:
+    """One attempt's deadline. `cancel` and the watchdog's `cut` take the same lock, so a deadline that
+    passes just as the attempt ends can never cut a connection already handed to the next attempt."""
+
+    __slots__ = ("at", "connections", "done", "fired")
+
+    def __init__(self, at: float, connections: list) -> None:
+        self.at = at
+        self.connections = connections
+        self.done = False
+        self.fired = False
+
+    def cut(self) -> None:
+        with _watch_lock:
+            if self.done:
+                return
+            self.fired = True
+            for conn in list(self.connections):
+                sock = getattr(conn, "sock", None)
+                if sock is None:
+                    continue
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked in recv() on the attempt's thread
+                except OSError:
+                    pass
+
+    def cancel(self) -> None:
+        with _watch_lock:
+            self.done = True
+
+
+_watch_lock = threading.Lock()
+_watch_wake = threading.Condition(_watch_lock)
+_watch_heap: list[tuple[float, int, _Deadline]] = []
+_watch_seq = itertools.count()
+_watch_thread: threading.Thread | None = None
+
+
+def _watch() -> None:
+    """The process's one watchdog: sleeps until the earliest deadline, cuts the attempts past it."""
+    while True:
+        with _watch_wake:
+            while _watch_heap and _watch_heap[0][2].done:
+                heapq.heappop(_watch_heap)  # finished in time: forget it
+            if not _watch_heap:
+                _watch_wake.wait()
+                continue
+            wait = _watch_heap[0][0] - time.monotonic()
+            if wait > 0:
+                _watch_wake.wait(wait)
+                continue
+            _at, _seq, due = heapq.heappop(_watch_heap)
+        due.cut()
+
+
+def _watch_start(timeout: float, connections: list) -> _Deadline:
+    global _watch_thread
+    deadline = _Deadline(time.monotonic() + timeout, connections)
+    with _watch_wake:
+        # A forked child (Celery prefork) inherits no running thread: start one there too.
+        if _watch_thread is None or not _watch_thread.is_alive():
+            _watch_thread = threading.Thread(target=_watch, name="roster-webhook-deadline", daemon=True)
+            _watch_thread.start()
+        heapq.heappush(_watch_heap, (deadline.at, next(_watch_seq), deadline))
+        if _watch_heap[0][2] is deadline:
+            _watch_wake.notify()  # the new deadline is the earliest: the watchdog must wake sooner
+    return deadline
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -203,16 +308,13 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
     """POST `body` once to `url`; never raises for network or receiver trouble, returns the outcome."""
     started = time.monotonic()
     connections: list = []
-    fired = threading.Event()
     _current.connections = connections
-    watchdog = threading.Timer(timeout, _cut, args=(connections, fired))
-    watchdog.daemon = True
-    session = session_create()
+    session = _thread_session()
     send_headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **headers}
     status: int | None = None
     received: list[bytes] = []
+    deadline = _watch_start(timeout, connections)
     try:
-        watchdog.start()
         response = session.post(
             url, data=body, headers=send_headers, timeout=(timeout, timeout), allow_redirects=False, stream=True
         )
@@ -226,11 +328,15 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
         finally:
             response.close()
     except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded outcome, never an exception
-        error_class, message = _classify(exc, timeout, fired.is_set())
+        deadline.cancel()
+        if deadline.fired:
+            _drop_connections(connections)
+        error_class, message = _classify(exc, timeout, deadline.fired)
         return AttemptResult(False, None, _ms_since(started), error_class, message)
     finally:
-        watchdog.cancel()
-        session.close()
+        deadline.cancel()
+        if deadline.fired:
+            _drop_connections(connections)
         _current.connections = None
     text = b"".join(received)[:EXCERPT_CAP].decode("utf-8", "replace")
     if 200 <= status < 300:
@@ -240,6 +346,15 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
             False, status, _ms_since(started), "Redirect", f"answered {status}; redirects are not followed", text
         )
     return AttemptResult(False, status, _ms_since(started), "HTTPStatus", f"answered {status}", text)
+
+
+def _drop_connections(connections: list) -> None:
+    """A connection the watchdog shut down must not go back into use."""
+    for conn in connections:
+        try:
+            conn.close()
+        except Exception:  # noqa: S110, BLE001 - closing a dead socket: nothing to report
+            pass
 
 
 def _ms_since(started: float) -> int:

@@ -228,3 +228,71 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
     listener.close()
     assert seen_sni == ["hooks.customer.example"]
     assert (result.delivered, result.error_class) == (False, "TLSError")
+
+
+# --- keep-alive reuse (one session per thread) -----------------------------------------------------
+
+
+@pytest.fixture
+def connects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every new connection the guard opens, by address; reused connections do not appear."""
+    opened: list[str] = []
+    real = transport._GuardedConnectionMixin._connect_to
+
+    def counting(self, ip):  # noqa: ANN001, ANN202
+        opened.append(str(ip))
+        return real(self, ip)
+
+    monkeypatch.setattr(transport._GuardedConnectionMixin, "_connect_to", counting)
+    return opened
+
+
+def test_consecutive_events_to_one_receiver_reuse_the_connection(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    connects: list[str],
+) -> None:
+    for _ in range(3):
+        assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
+    assert len(receiver.requests) == 3
+    assert connects == ["127.0.0.1"]
+
+
+def test_a_reused_connection_is_judged_again_when_the_policy_changes(
+    receiver: Receiver,
+    settings,  # noqa: ANN001
+    connects: list[str],
+) -> None:
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    result = post(receiver.url("/ok"), b"{}", HEADERS, 3)
+    assert result.error_class == "BlockedAddress"
+    assert len(receiver.wait_for(2, timeout=0.3)) == 1  # the pooled loopback connection was not used
+
+
+def test_an_idle_connection_is_not_reused(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    connects: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transport, "KEEPALIVE_IDLE", 0.0)
+    assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
+    time.sleep(0.01)
+    assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
+    assert connects == ["127.0.0.1", "127.0.0.1"]
+
+
+def test_the_deadline_also_covers_a_reused_connection(receiver: Receiver, private_ok, connects: list[str]) -> None:  # noqa: ANN001
+    assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
+    receiver.slow_seconds = 10
+    started = time.monotonic()
+    result = post(receiver.url("/slow"), b"{}", HEADERS, 1)
+    assert (result.delivered, result.error_class) == (False, "Timeout")
+    assert time.monotonic() - started < 2.5
+    assert connects == ["127.0.0.1"]  # the slow attempt ran on the kept connection
+    # The connection the watchdog cut is not reused: the next event opens a new, checked one.
+    receiver.slow_seconds = 0
+    assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
+    assert connects == ["127.0.0.1", "127.0.0.1"]

@@ -92,7 +92,9 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Persistent connections: a new PostgreSQL connection per request costs several ms.
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # No health check: it costs a `SELECT 1` round trip on every request (bench/README.md), and Django
+    # already discards a connection that failed during a request when that request ends.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=False)
 else:
     DATABASES["default"].setdefault("OPTIONS", {})
     # WAL + a busy timeout lets the dev server and in-process webhook threads share the file.
@@ -162,6 +164,9 @@ LOGGING = {
     "loggers": {
         # Request lines carry SCIM filter strings (userName values are PII, RFC 7644 §7.5.2).
         "django.server": {"level": "WARNING"},
+        # 4xx answers (every SCIM 404 for a deleted user, Okta's probes) would log a WARNING with the
+        # full path, which carries user ids; 5xx are still logged as ERROR.
+        "django.request": {"level": "ERROR"},
     },
 }
 

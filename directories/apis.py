@@ -31,6 +31,7 @@ from directories.selectors import (
     directory_get,
     directory_list,
     group_member_ids,
+    page_rows,
     tenant_directory_get,
     tenant_group_get,
     tenant_groups,
@@ -229,7 +230,7 @@ class UserListApi(ApiView):
             return ok([])
         users = tenant_users(tenant=tenant, product=product, directory_id=directory.id if directory else None)
         users = users.only("id", "first_name", "last_name", "email", "active", "raw")
-        return ok([user_data(u) for u in users[offset : offset + limit]])
+        return ok([user_data(u) for u in page_rows(users, offset=offset, limit=limit)])
 
 
 class UserDetailApi(ApiView):
@@ -264,7 +265,7 @@ class GroupListApi(ApiView):
             return ok([])
         groups = tenant_groups(tenant=tenant, product=product, directory_id=directory.id if directory else None)
         groups = groups.only("id", "display_name", "raw")
-        return ok([group_data(g) for g in groups[offset : offset + limit]])
+        return ok([group_data(g) for g in page_rows(groups, offset=offset, limit=limit)])
 
 
 class GroupDetailApi(ApiView):

@@ -69,22 +69,56 @@ def tenant_directory_get(*, tenant: str, product: str, directory_id: Any) -> Dir
     return Directory.objects.filter(pk=pk, tenant=tenant, product=product).first()
 
 
+def _tenant_directory_ids(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[Directory]:
+    """Ids of tenant + product's directories (or of that one, if it is theirs), as a subquery.
+
+    Filtering `directory_id IN (…)` instead of joining on the directory's tenant and product lets
+    PostgreSQL read only these directories' rows through `(directory, created_at, id)` instead of every
+    row of the table (bench/README.md, Scale: 187 ms for a deep REST page at 100k users).
+    """
+    qs = Directory.objects.filter(tenant=tenant, product=product)
+    if directory_id is not None:
+        qs = qs.filter(pk=directory_id)
+    return qs.values("id")
+
+
+def page_rows(qs: QuerySet[Any], *, offset: int, limit: int) -> list[Any]:
+    """Rows `offset … offset + limit` of an ordered queryset, as a deferred join, in one query.
+
+    The inner query selects only ids (an index-only scan of the `(directory, created_at, id)` index
+    walks the OFFSET), the outer one fetches the full rows of that page only: at the end of a 100k
+    directory 83 → 39 ms in EXPLAIN ANALYZE (bench/README.md, Scale). Same rows, same order as
+    `qs[offset:offset + limit]`.
+    """
+    order = qs.query.order_by
+    if not order:
+        raise ValueError("page_rows needs an ordered queryset")
+    ids = qs.values("pk")[offset : offset + limit]
+    return list(qs.model._default_manager.filter(pk__in=ids).only(*_loaded(qs)).order_by(*order))
+
+
+def _loaded(qs: QuerySet[Any]) -> list[str]:
+    """The fields a `.only(…)` queryset loads (all concrete fields when it loads everything)."""
+    names, defer = qs.query.deferred_loading
+    if names and not defer:
+        return list(names)
+    return [f.attname for f in qs.model._meta.concrete_fields if f.attname not in names]
+
+
 def tenant_users(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryUser]:
     """Users of every directory of tenant + product (or of one of them), oldest first.
 
     The order (created_at, id) never changes for a row, so pages do not shift while a client walks them.
     """
-    qs = DirectoryUser.objects.filter(directory__tenant=tenant, directory__product=product)
-    if directory_id is not None:
-        qs = qs.filter(directory_id=directory_id)
-    return qs.order_by("created_at", "id")
+    return DirectoryUser.objects.filter(
+        directory_id__in=_tenant_directory_ids(tenant=tenant, product=product, directory_id=directory_id)
+    ).order_by("created_at", "id")
 
 
 def tenant_groups(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryGroup]:
-    qs = DirectoryGroup.objects.filter(directory__tenant=tenant, directory__product=product)
-    if directory_id is not None:
-        qs = qs.filter(directory_id=directory_id)
-    return qs.order_by("created_at", "id")
+    return DirectoryGroup.objects.filter(
+        directory_id__in=_tenant_directory_ids(tenant=tenant, product=product, directory_id=directory_id)
+    ).order_by("created_at", "id")
 
 
 def tenant_user_get(*, tenant: str, product: str, user_id: Any) -> DirectoryUser | None:

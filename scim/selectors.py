@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import Q
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from directories.selectors import directory_groups, directory_users
+from directories.selectors import directory_groups, directory_users, page_rows
 from scim.rendering import member_item
 
 
@@ -54,7 +54,8 @@ def scim_group_get(*, directory: Directory, group_id: Any, for_update: bool = Fa
 def _page(qs: Any, *, start_index: int, count: int) -> tuple[int, list[Any]]:
     if count == 0:
         return qs.count(), []
-    rows = list(qs[start_index - 1 : start_index - 1 + count])
+    # Deferred join: the OFFSET walks an index of ids only, the full rows are read for this page only.
+    rows = page_rows(qs, offset=start_index - 1, limit=count)
     if start_index == 1 and len(rows) < count:
         return len(rows), rows  # the whole result fits in this page: no COUNT query needed
     return qs.count(), rows

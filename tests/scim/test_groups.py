@@ -220,3 +220,16 @@ def test_bad_group_patches(scim_a: Scim, operation: dict, scim_type: str) -> Non
     assert status == 400, body
     assert body["scimType"] == scim_type
     assert DirectoryGroup.objects.get(pk=group["id"]).display_name == "G"
+
+
+def test_adding_a_user_of_no_directory_rejects_the_whole_patch(scim_hooked: Scim, users: list[str]) -> None:
+    # The known user is not added either: checking and inserting share one statement on PostgreSQL,
+    # and the rejection rolls the insert back.
+    _, group = scim_hooked.post("/Groups", group_body("Eng"))
+    stranger = str(uuid.uuid4())
+    status, body = scim_hooked.ops(
+        f"/Groups/{group['id']}", {"op": "add", "path": "members", "value": [{"value": users[0]}, {"value": stranger}]}
+    )
+    assert status == 400 and body["scimType"] == "invalidValue" and stranger in body["detail"]
+    assert _members(group["id"]) == set()
+    assert [e["event"] for e in _events(scim_hooked.directory) if e["event"].startswith("group.")] == ["group.created"]

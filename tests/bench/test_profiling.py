@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.profiling import summarize
+from bench.systems import ROOT as _ROOT
 
-ROOT = "/work/main"
-SITE = "/work/main/.venv/lib/python3.11/site-packages"
+# Paths as py-spy writes them for this checkout (wherever it was cloned).
+ROOT = str(_ROOT)
+SITE = f"{ROOT}/.venv/lib/python3.11/site-packages"
 
 
 def test_summarize_counts_self_inclusive_and_buckets(tmp_path: Path) -> None:

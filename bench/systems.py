@@ -17,7 +17,8 @@ from bench.procs import Service, recreate_database, wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
-JACKSON_SRC = Path(os.environ.get("JACKSON_ANCHOR", "/work/shared/anchors/jackson"))
+# The reference lives in ../shared beside the checkout (as in CI and every session).
+JACKSON_SRC = Path(os.environ.get("JACKSON_ANCHOR", str(ROOT.parent / "shared" / "anchors" / "jackson")))
 JACKSON_DIR = BENCH / ".jackson"  # git-ignored: node_modules never enters the repository
 VENV_BIN = ROOT / ".venv" / "bin"
 PG_URL = "postgres://postgres@127.0.0.1:5432"

@@ -8,7 +8,10 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.rows import RowReader
 from directories.services import api_key_hash
+
+_directories = RowReader(Directory)
 
 
 def _uuid(value: Any) -> uuid.UUID | None:
@@ -21,7 +24,10 @@ def _uuid(value: Any) -> uuid.UUID | None:
 def directory_get(*, directory_id: Any) -> Directory | None:
     """A directory by id; None for an unknown id or one that is not a UUID at all."""
     pk = _uuid(directory_id)
-    return None if pk is None else Directory.objects.filter(pk=pk).first()
+    if pk is None:
+        return None
+    # Every SCIM request starts here: a fixed SELECT instead of a compiled QuerySet (directories/rows.py).
+    return _directories.first(_directories.sql('{table}."id" = %s'), [_directories.param("id", pk)])
 
 
 def directory_list(

@@ -27,7 +27,7 @@ from directories.selectors import directory_get
 from scim import schemas as discovery
 from scim import services
 from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
-from scim.filter_query import filter_q
+from scim.filter_query import filter_plan
 from scim.rendering import Projection, group_resource, user_resource
 from scim.selectors import (
     scim_group_get,
@@ -155,7 +155,7 @@ class _Handler:
         start, count = _paging(self.query)
         projection = _projection(self.query)
         flt = self.query.get("filter")
-        condition = filter_q(flt, resource_type="users") if flt not in (None, "") else None
+        condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
         total, users = scim_users_page(directory=self.directory, condition=condition, start_index=start, count=count)
         resources = [projection.apply(user_resource(u)) for u in users]
         return 200, _list_response(total, start, resources)
@@ -181,7 +181,7 @@ class _Handler:
         start, count = _paging(self.query)
         projection = _projection(self.query)
         flt = self.query.get("filter")
-        condition = filter_q(flt, resource_type="groups") if flt not in (None, "") else None
+        condition = filter_plan(flt, resource_type="groups") if flt not in (None, "") else None
         total, groups = scim_groups_page(directory=self.directory, condition=condition, start_index=start, count=count)
         return 200, _list_response(total, start, self._groups_render(groups, projection))
 

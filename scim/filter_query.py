@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -330,3 +331,39 @@ class _Compiler:
 def filter_q(text: str, *, resource_type: str) -> Q:
     """Parse `text` and compile it for 'users' or 'groups'; raises ScimError (400 invalidFilter, 403 sensitive)."""
     return _Compiler(resource_type).compile(parse_filter(text))
+
+
+@dataclass(frozen=True)
+class Equality:
+    """`column = value`: the whole filter is one equality on an indexed column."""
+
+    column: str
+    value: str
+
+
+# What identity providers send before every push (Okta: userName eq, Entra: userName/externalId eq,
+# displayName eq for groups): the column it compares and how the value becomes that column's form.
+_EQUALITY_COLUMNS: dict[tuple[bool, str], tuple[str, Callable[[str], str]]] = {
+    (True, "username"): ("user_name_key", comparison_key),
+    (True, "externalid"): ("external_id", str),
+    (False, "displayname"): ("display_name_key", comparison_key),
+    (False, "externalid"): ("external_id", str),
+}
+
+
+def filter_plan(text: str, *, resource_type: str) -> Q | Equality:
+    """Like `filter_q`, but a filter that is a single `eq` on userName, externalId or displayName
+    comes back as an `Equality`, which the selectors answer with a fixed SQL statement instead of
+    compiling a QuerySet (bench/README.md: the lookup every push starts with)."""
+    node = parse_filter(text)
+    if (
+        isinstance(node, Compare)
+        and node.op == "eq"
+        and isinstance(node.value, str)
+        and node.path.schema is None
+        and node.path.sub is None
+    ):
+        column = _EQUALITY_COLUMNS.get((resource_type == "users", node.path.attr))
+        if column is not None:
+            return Equality(column[0], column[1](node.value))
+    return _Compiler(resource_type).compile(node)

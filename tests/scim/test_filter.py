@@ -236,3 +236,32 @@ def test_group_filters(scim_a: Scim, people: dict[str, str]) -> None:
     flt = quote('userName eq "x"')
     status, body = scim_a.get(f"/Groups?filter={flt}")
     assert status == 400 and body["scimType"] == "invalidFilter"
+
+
+def test_single_equalities_take_the_fixed_sql_path_and_everything_else_compiles() -> None:
+    from django.db.models import Q
+
+    from scim.filter_query import Equality, filter_plan
+
+    assert filter_plan('userName eq "ALICE@Example.com"', resource_type="users") == Equality(
+        "user_name_key", "alice@example.com"
+    )
+    assert filter_plan('externalId eq "Ext-1"', resource_type="users") == Equality("external_id", "Ext-1")
+    assert filter_plan('displayName eq "Admins"', resource_type="groups") == Equality("display_name_key", "admins")
+    for flt in ('userName ne "a"', "userName eq null", 'name.givenName eq "a"', 'userName eq "a" or userName eq "b"'):
+        assert isinstance(filter_plan(flt, resource_type="users"), Q), flt
+    with pytest.raises(ScimError):
+        filter_plan('displayName eq "x"', resource_type="users")
+
+
+@pytest.mark.parametrize(
+    ("query", "total", "returned"),
+    [("&count=0", 1, 0), ("&startIndex=2", 1, 0), ("&startIndex=1&count=1", 1, 1), ("", 1, 1)],
+)
+def test_equality_filter_pages_and_counts_like_any_filter(
+    scim_a: Scim, people: dict[str, str], query: str, total: int, returned: int
+) -> None:
+    flt = quote('userName eq "BOB@example.com"')
+    status, body = scim_a.get(f"/Users?filter={flt}{query}")
+    assert status == 200, body
+    assert (body["totalResults"], len(body["Resources"])) == (total, returned)

@@ -101,3 +101,57 @@ class RowReader(Generic[M]):
             cursor.execute(sql, params)
             row = cursor.fetchone()
         return None if row is None else self.build(row, alias=alias)
+
+
+class RowWriter(Generic[M]):
+    """INSERT and UPDATE of model instances through fixed SQL, for the SCIM write path.
+
+    Values go through each field's `pre_save` (so `auto_now` / `auto_now_add` timestamps are set
+    on the instance as with `save()`) and `get_db_prep_save` (JSON, encryption, UUIDs on SQLite).
+    These models have no save signals or overridden `save()`, which is what makes skipping
+    `Model.save` safe; a uniqueness violation raises the same IntegrityError.
+    """
+
+    def __init__(self, model: type[M]) -> None:
+        self.model = model
+        self._sql: dict[tuple[str, tuple[str, ...]], str] = {}
+
+    def _fields(self, names: tuple[str, ...] | None) -> list[models.Field]:
+        meta = self.model._meta
+        if names is None:
+            return list(meta.concrete_fields)
+        chosen = [meta.get_field(n) for n in names]
+        # Like save(update_fields=…): auto_now fields are refreshed by every update.
+        chosen += [f for f in meta.concrete_fields if getattr(f, "auto_now", False) and f not in chosen]
+        return chosen
+
+    def insert(self, obj: M, *, alias: str = "default") -> None:
+        connection = connections[alias]
+        fields = self._fields(None)
+        key = (alias, ("*insert*",))
+        sql = self._sql.get(key)
+        if sql is None:
+            quote = connection.ops.quote_name
+            columns = ", ".join(quote(f.column) for f in fields)
+            marks = ", ".join(["%s"] * len(fields))
+            sql = self._sql[key] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608
+        values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+        obj._state.adding = False
+        obj._state.db = alias
+
+    def update(self, obj: M, names: list[str], *, alias: str = "default") -> None:
+        connection = connections[alias]
+        fields = self._fields(tuple(names))
+        key = (alias, tuple(f.name for f in fields))
+        sql = self._sql.get(key)
+        if sql is None:
+            quote = connection.ops.quote_name
+            sets = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+            pk = quote(self.model._meta.pk.column)
+            sql = self._sql[key] = f"UPDATE {quote(self.model._meta.db_table)} SET {sets} WHERE {pk} = %s"  # noqa: S608
+        values = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in fields]
+        values.append(self.model._meta.pk.get_db_prep_value(obj.pk, connection))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)

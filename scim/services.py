@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.rendering import group_data, user_data
+from directories.rows import RowWriter
 from scim.documents import (
     MemberPlan,
     group_finalize,
@@ -38,6 +39,8 @@ from webhooks.services import events_record
 
 Events = list[dict[str, Any]]
 CHUNK = 500
+_users = RowWriter(DirectoryUser)
+_groups = RowWriter(DirectoryGroup)
 USER_FIELDS = ["user_name", "user_name_key", "external_id", "first_name", "last_name", "email", "active"]
 
 
@@ -54,7 +57,7 @@ def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser,
     user = DirectoryUser(id=user_id, directory=directory, raw=raw, **columns.as_dict())
     try:
         with transaction.atomic():
-            user.save(force_insert=True)
+            _users.insert(user)
             events = events_record(directory=directory, events=[("user.created", user_data(user))])
     except IntegrityError:
         raise _conflict("A user with this userName") from None
@@ -76,7 +79,7 @@ def _user_write(*, directory: Directory, user_id: Any, build: Any) -> tuple[Dire
             for name, value in new_values.items():
                 setattr(user, name, value)
             user.raw = raw
-            user.save(update_fields=[*new_values, "raw", "updated_at"])
+            _users.update(user, [*new_values, "raw"])
             events = events_record(directory=directory, events=[("user.updated", user_data(user))])
     except IntegrityError:
         raise _conflict("A user with this userName") from None
@@ -260,7 +263,7 @@ def scim_group_create(*, directory: Directory, body: Any) -> tuple[DirectoryGrou
     group = DirectoryGroup(id=group_id, directory=directory, raw=raw, **columns)
     try:
         with transaction.atomic():
-            group.save(force_insert=True)
+            _groups.insert(group)
             member_events = _members_apply(directory=directory, group=group, plan=plan)
             events = events_record(directory=directory, events=[("group.created", group_data(group)), *member_events])
     except IntegrityError:
@@ -282,12 +285,11 @@ def _group_write(*, directory: Directory, group_id: Any, build: Any) -> tuple[Di
                 for name, value in columns.items():
                     setattr(group, name, value)
                 group.raw = raw
-                group.save(update_fields=[*columns, "raw", "updated_at"])
+                _groups.update(group, [*columns, "raw"])
                 recorded.append(("group.updated", group_data(group)))
             member_events = _members_apply(directory=directory, group=group, plan=plan)
             if member_events and not recorded:
-                group.updated_at = timezone.now()
-                DirectoryGroup.objects.filter(pk=group.pk).update(updated_at=group.updated_at)
+                _groups.update(group, [])  # only updated_at (auto_now)
             events = (
                 events_record(directory=directory, events=recorded + member_events)
                 if (recorded or member_events)

@@ -236,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gunicorn-workers", type=int, default=None)
     parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. gthread (with --gunicorn-threads)")
     parser.add_argument("--gunicorn-threads", type=int, default=None)
+    parser.add_argument("--gunicorn-worker-connections", type=int, default=None, help="gthread: connections per worker")
     parser.add_argument("--celery-pool", default="threads", choices=["threads", "prefork", "solo"])
     parser.add_argument("--celery-concurrency", type=int, default=4)
     parser.add_argument("--no-encryption", action="store_true", help="run Roster without DB_ENCRYPTION_KEY")
@@ -288,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                     for k, v in (
                         ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
                         ("GUNICORN_THREADS", args.gunicorn_threads),
+                        ("GUNICORN_WORKER_CONNECTIONS", args.gunicorn_worker_connections),
                     )
                     if v
                 },

@@ -22,6 +22,7 @@ def _int(name: str, default: int) -> int:
 # while gthread let keep-alive connections pile onto one worker (±50% between runs).
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1000)  # only used by gthread
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
 # memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
 workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)

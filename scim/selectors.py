@@ -16,6 +16,8 @@ from scim.rendering import member_item
 
 _users = RowReader(DirectoryUser)
 _groups = RowReader(DirectoryGroup)
+# What a SCIM user resource is made of (scim.rendering.user_resource); list pages read only these.
+_user_docs = RowReader(DirectoryUser, fields=("id", "directory_id", "raw", "created_at", "updated_at"))
 _BY_ID = '{table}."directory_id" = %s AND {table}."id" = %s'
 
 
@@ -65,15 +67,26 @@ def _page(qs: Any, *, start_index: int, count: int) -> tuple[int, list[Any]]:
     return qs.count(), rows
 
 
-def _page_equal(
-    reader: RowReader[Any], *, directory: Directory, equality: Equality, start_index: int, count: int
+def _page_fixed(
+    reader: RowReader[Any], *, directory: Directory, equality: Equality | None, start_index: int, count: int
 ) -> tuple[int, list[Any]]:
-    """A page of the rows whose `equality.column` equals `equality.value`: fixed SQL, no compiling."""
-    where = f'{{table}}."directory_id" = %s AND {{table}}."{equality.column}" = %s'
-    params = [reader.param("id", directory.id), equality.value]
+    """A page of the directory's rows, all of them or those whose `equality.column` equals
+    `equality.value`: fixed SQL, no QuerySet compiled (bench/README.md)."""
+    where = '{table}."directory_id" = %s'
+    params = [reader.param("id", directory.id)]
+    if equality is not None:
+        where += f' AND {{table}}."{equality.column}" = %s'
+        params.append(equality.value)
+    order = ' ORDER BY {table}."created_at", {table}."id"'
     rows = []
     if count:
-        sql = reader.sql(where, suffix=' ORDER BY {table}."created_at", {table}."id" LIMIT %s OFFSET %s')
+        if equality is None:
+            # Deferred join, as directories.selectors.page_rows: the OFFSET walks the
+            # (directory, created_at, id) index, whole rows are read for this page only.
+            ids = f'SELECT {{table}}."id" FROM {{table}} WHERE {where}{order} LIMIT %s OFFSET %s'
+            sql = reader.sql(f'{{table}}."id" IN ({ids})', suffix=order)
+        else:
+            sql = reader.sql(where, suffix=order + " LIMIT %s OFFSET %s")
         rows = reader.fetch(sql, [*params, count, start_index - 1])
         if start_index == 1 and len(rows) < count:
             return len(rows), rows
@@ -85,8 +98,8 @@ def _page_equal(
 def scim_users_page(
     *, directory: Directory, condition: Q | Equality | None, start_index: int, count: int
 ) -> tuple[int, list[DirectoryUser]]:
-    if isinstance(condition, Equality):
-        return _page_equal(_users, directory=directory, equality=condition, start_index=start_index, count=count)
+    if condition is None or isinstance(condition, Equality):
+        return _page_fixed(_user_docs, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_users(directory=directory)
     if condition is not None:
         qs = qs.filter(condition)
@@ -97,7 +110,7 @@ def scim_groups_page(
     *, directory: Directory, condition: Q | Equality | None, start_index: int, count: int
 ) -> tuple[int, list[DirectoryGroup]]:
     if isinstance(condition, Equality):
-        return _page_equal(_groups, directory=directory, equality=condition, start_index=start_index, count=count)
+        return _page_fixed(_groups, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_groups(directory=directory)
     if condition is not None:
         qs = qs.filter(condition)

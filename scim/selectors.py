@@ -83,7 +83,7 @@ def _page_fixed(
         if equality is None:
             # Deferred join, as directories.selectors.page_rows: the OFFSET walks the
             # (directory, created_at, id) index, whole rows are read for this page only.
-            ids = f'SELECT {{table}}."id" FROM {{table}} WHERE {where}{order} LIMIT %s OFFSET %s'
+            ids = f'SELECT {{table}}."id" FROM {{table}} WHERE {where}{order} LIMIT %s OFFSET %s'  # noqa: S608 - fixed text, values are parameters
             sql = reader.sql(f'{{table}}."id" IN ({ids})', suffix=order)
         else:
             sql = reader.sql(where, suffix=order + " LIMIT %s OFFSET %s")

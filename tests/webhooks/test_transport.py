@@ -80,14 +80,24 @@ def test_response_read_is_capped(receiver: Receiver, private_ok) -> None:  # noq
 
 
 def test_read_cap_stops_reading_at_64_kib(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
-    import requests
+    conn = transport.GuardedHTTPConnection(receiver.host, receiver.port, 3)
+    try:
+        conn.request("POST", "/big", body=b"{}")
+        response = conn.getresponse()
+        assert len(transport._read_capped(response, transport.RESPONSE_READ_CAP)) == 64 * 1024
+        assert not response.isclosed()  # 200 KiB were sent: the rest is never read
+    finally:
+        conn.close()
 
-    session = transport.session_create()
-    response = session.post(receiver.url("/big"), data=b"{}", stream=True, timeout=3)
-    assert len(transport._read_capped(response, transport.RESPONSE_READ_CAP)) == 64 * 1024
-    response.close()
-    session.close()
-    assert isinstance(session, requests.Session) and session.trust_env is False
+
+def test_a_connection_left_mid_answer_at_the_cap_is_not_reused(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    connects: list[str],
+) -> None:
+    assert post(receiver.url("/big"), b"{}", HEADERS, 3).delivered is True
+    assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
+    assert connects == ["127.0.0.1", "127.0.0.1"]
 
 
 def test_environment_proxy_is_ignored(receiver: Receiver, private_ok, monkeypatch) -> None:  # noqa: ANN001
@@ -223,6 +233,10 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))]
 
     monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
+    # A CA bundle named by the environment is not trusted (INTEROP S4): the context has its own.
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "cert.pem"))
+    monkeypatch.setattr(transport, "_tls", None)
     result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
     thread.join(3)
     listener.close()
@@ -296,3 +310,123 @@ def test_the_deadline_also_covers_a_reused_connection(receiver: Receiver, privat
     receiver.slow_seconds = 0
     assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
     assert connects == ["127.0.0.1", "127.0.0.1"]
+
+
+def test_a_kept_connection_the_receiver_closed_is_replaced_before_sending(
+    private_ok,  # noqa: ANN001
+    connects: list[str],
+) -> None:
+    """A receiver that closes each connection after answering, without saying `Connection: close`:
+    the next event must not be written into the dead connection (that attempt would fail, and it is
+    never retried)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    served: list[bytes] = []
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                served.append(conn.recv(65536))
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}/hook"
+    assert post(url, b"{}", HEADERS, 3).delivered is True
+    time.sleep(0.2)  # the receiver's close has arrived
+    second = post(url, b"{}", HEADERS, 3)
+    thread.join(3)
+    assert (second.delivered, second.response_excerpt) == (True, "ok")
+    assert connects == ["127.0.0.1", "127.0.0.1"]
+    assert len(served) == 2
+
+
+# --- response framing (the lean header reader) ------------------------------------------------------
+
+
+class CannedServer:
+    """Answers the n-th request with `answers[n]`; an answer ending in `CLOSE` is followed by a hang-up."""
+
+    CLOSE = b"<close>"
+
+    def __init__(self, answers: list[bytes]) -> None:
+        self.answers = list(answers)
+        self.connections = 0
+        self.requests = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while self.answers:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        with conn:
+            while self.answers:
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        return
+                    head += line
+                length = next(
+                    (int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")), 0
+                )
+                reader.read(length)
+                self.requests += 1
+                answer = self.answers.pop(0)
+                conn.sendall(answer.removesuffix(self.CLOSE))
+                if answer.endswith(self.CLOSE):
+                    return
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+
+@pytest.mark.parametrize(
+    ("answer", "excerpt", "reused"),
+    [
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1\r\n!\r\n0\r\n\r\n", "hello!", True),
+        (b"HTTP/1.1 204 No Content\r\n\r\n", "", True),
+        (b"HTTP/1.1 200 OK\r\ncontent-LENGTH: 3\r\nX-Folded: a\r\n  b\r\n\r\nabc", "abc", True),
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", "ok", True),
+        (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok" + CannedServer.CLOSE, "ok", False),
+        (b"HTTP/1.0 200 OK\r\n\r\nuntil close" + CannedServer.CLOSE, "until close", False),
+        (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", "ok", True),
+    ],
+)
+def test_each_response_framing_is_read_and_the_connection_kept_only_when_it_may_be(
+    private_ok,  # noqa: ANN001
+    connects: list[str],
+    answer: bytes,
+    excerpt: str,
+    reused: bool,
+) -> None:
+    server = CannedServer([answer, b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext"])
+    first = post(server.url(), b"{}", HEADERS, 3)
+    assert (first.delivered, first.error_class, first.response_excerpt) == (True, "", excerpt)
+    second = post(server.url(), b"{}", HEADERS, 3)
+    assert (second.delivered, second.response_excerpt) == (True, "next")
+    assert len(connects) == (1 if reused else 2)
+    assert server.requests == 2
+
+
+def test_a_garbled_status_line_is_a_failed_connection() -> None:
+    server = CannedServer([b"SPDY/9 what\r\n\r\n" + CannedServer.CLOSE])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(transport, "private_networks_allowed", lambda: True)
+        result = post(server.url(), b"{}", HEADERS, 3)
+    assert (result.delivered, result.status_code, result.error_class) == (False, None, "ConnectionError")

@@ -11,15 +11,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("roster")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
-# Publishing happens inside the SCIM request (after commit). When the broker is down the publish must
-# fail fast: the event is already safe in the outbox and the sweep enqueues it later.
+# Publishing happens inside the SCIM request (after commit; with a Redis broker only when no drain of
+# the directory is running, see webhooks.dispatch). When the broker is down the publish must fail fast:
+# the events are already safe in the outbox and the sweep asks for their drain later.
 # (webhooks.dispatch also stops trying for a few seconds after a failure.)
 app.conf.broker_connection_timeout = 1
 app.conf.broker_transport_options = {"socket_connect_timeout": 1, "socket_timeout": 5, "max_retries": 0}
 app.conf.task_publish_retry = False
 
 app.conf.beat_schedule = {
-    # Enqueue events whose publish failed or whose process died, and report lost attempts.
+    # Drain directories whose events' kick failed or whose drain died, and report lost attempts.
     "webhooks-sweep": {"task": "webhooks.sweep", "schedule": 30.0},
     # Delivery-log retention (WEBHOOK_LOG_RETENTION_DAYS) and finished outbox rows.
     "webhooks-purge": {"task": "webhooks.purge", "schedule": 3600.0},

@@ -1,23 +1,60 @@
-"""Hand committed outbox events to whatever delivers them: Celery with a broker, else an in-process pool.
+"""Get committed outbox events drained: a Celery task per directory with a broker, else an in-process pool.
 
-`enqueue` runs from `transaction.on_commit`, i.e. inside the SCIM request that made the change, so it
-must be fast and must never raise:
+Events are delivered by *drains*, one per (directory, target) key: a drain claims that key's pending
+events in batches, oldest first, and sends them in order (webhooks.services.delivery). One drain per key
+keeps a directory's events in order, and a slow receiver holds up only its own directory's drain.
 
-- With CELERY_BROKER_URL: publish the delivery task once, without Celery's publish retries and with
-  short broker timeouts (config/celery.py). A failed publish is logged and the event stays `pending`
-  in the outbox; the sweep (`webhooks.sweep` on beat, or `manage.py webhooks_sweep`) enqueues it when
-  the broker is back. After a failure, on-commit publishes are skipped for BROKER_COOLDOWN seconds
-  (a small circuit breaker), so a broker that times out rather than refuses costs one request one
-  connect timeout, not every request every time. The sweep ignores the breaker.
+`kick(directory_id, target)` runs from `transaction.on_commit`, once per transaction and key, inside
+the SCIM request that made the change, so it must be cheap and must never raise. What it does:
 
-- Without a broker (the embedded default): a small, bounded pool of daemon threads in this process.
-  Chosen over running the delivery inline in `on_commit` because inline would hold the identity
-  provider's response for up to WEBHOOK_TIMEOUT per event (exactly the Jackson defect SPEC §8 names),
-  and over a subprocess or a thread per event because a fixed pool bounds concurrency and database
-  connections. Each job closes its own thread's database connections when done, which also keeps
-  SQLite's file locks short. When the backlog is full the event is left `pending` for the sweep
-  instead of growing memory without bound. The trade-off, documented in the README: events queued
-  in memory when the process is killed stay `pending` until `manage.py webhooks_sweep` runs.
+- **Redis broker** (`redis://`, `rediss://`): one round trip to the broker's Redis, a script that does
+  `SET <prefix>:drain:<dir>:<target> 1 NX PX <ttl>` and, only when the key already exists (a drain is
+  queued or running), pushes a wake-up for it. Only a kick whose SET succeeded publishes the
+  `webhooks.drain` task, so a busy directory costs one publish per drain, not one per event.
+  The drain owns the key until it gives it up:
+
+      loop: claim+send batches until a claim finds nothing (or a short batch, see below)
+            wait up to LINGER for a wake-up; if one came, sleep GATHER and loop
+            DEL the key; claim once more (the re-check); nothing: exit
+            otherwise SET NX again: won, loop as owner; lost, send the batch and exit
+
+  Why no committed event is stranded: its kick runs after its commit. Either the kick's SET succeeds,
+  and the task it publishes claims after the commit; or the key existed, so a drain owned it at that
+  moment and will DEL it later. Every drain's DEL is followed by a claim, which therefore comes after
+  the commit and finds the event (or it was already claimed). When that re-check finds events, the
+  drain either owns the key again and keeps claiming until empty, or lost the SET to a newer kick,
+  whose drain owns the key and claims after the event's commit. A drain also may stop early after a
+  batch shorter than its limit: the claim saw every pending event then, and any event committed after
+  it kicks while the key is held, which wakes the drain. The LINGER wait keeps a drain alive across
+  the short gaps of a steady stream, so the stream costs one publish, not one per gap.
+  The owner refreshes the key's expiry while it works; a drain that is killed leaves a key that expires
+  after key_ttl(), after which the sweep's kick starts a new drain (its `sending` events are reported
+  "worker lost" as before). The sweep kicks exactly like a commit does, only ignoring the breaker: it
+  does not publish over a held key, because a held key belongs to a drain that will claim those events
+  itself, and a second drain would put two workers on one slow receiver and give up the order.
+  A failed SET or publish opens a small circuit breaker: after a failure, kicks are skipped for
+  BROKER_COOLDOWN seconds, so a broker that times out rather than refuses costs one request one connect
+  timeout, not every request every time. The events wait in the outbox for the sweep, which ignores
+  the breaker. Nothing here ever raises into the request.
+
+- **Other brokers** (RabbitMQ): every kick publishes `webhooks.drain`; drains of one key may then
+  overlap, which the claim makes safe (each event is claimed once) but not ordered across batches.
+
+- **No broker** (the embedded default): a small, bounded pool of daemon threads in this process, one
+  drain per key at a time: a kick for a key whose drain is queued or running here sets its dirty flag,
+  and the drain checks the flag under the lock before it exits. Chosen over running the delivery in
+  `on_commit` because that would hold the identity provider's response for up to WEBHOOK_TIMEOUT per
+  event (exactly the Jackson defect SPEC §8 names), and over a thread per event because a fixed pool
+  bounds concurrency and database connections. Each job closes its own thread's database connections
+  when done, which also keeps SQLite's file locks short. When IN_PROCESS_BACKLOG keys are already
+  queued, the events are left `pending` for the sweep instead of growing memory without bound. The
+  trade-off, documented in the README: events queued in memory when the process is killed stay
+  `pending` until `manage.py webhooks_sweep` runs.
+
+A drain works for at most DRAIN_BUDGET seconds (or until its Celery worker begins a warm shutdown),
+then hands its key over to a new task (or pool job) at the back of the queue, so directories share the
+workers and a task stays far inside its time limit. Its batches are sized from the receiver's latency
+(BATCH_WINDOW), so a slow receiver's events are claimed a few at a time.
 """
 
 from __future__ import annotations
@@ -25,69 +62,271 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.db import connections
 
+from webhooks.coalescer import Coalescer
+
 logger = logging.getLogger("roster.webhooks")
 
 IN_PROCESS_WORKERS = 4
-IN_PROCESS_BACKLOG = 1000
-BROKER_COOLDOWN = 10.0  # seconds without on-commit publishes after one failed
+IN_PROCESS_BACKLOG = 1000  # keys with a drain queued or running in this process
+BROKER_COOLDOWN = 10.0  # seconds without after-commit kicks after one failed
+# Seconds a drain works before handing its key over to a new task (or pool job). Short enough that a
+# worker's warm shutdown (which waits for running tasks) is not cut short by a container's grace period.
+DRAIN_BUDGET = 10.0
+BATCH_WINDOW = 1.0  # seconds of sending a batch is sized for, from the receiver's latency so far
+LINGER = 0.25  # seconds an idle drain waits for a wake-up before giving up its key (Redis broker)
+# Seconds a woken drain waits before it claims, so a steady stream is claimed a few events per batch:
+# the claim, directory read, DELETE and wake-up then cost per batch what they would cost per event.
+GATHER = 0.03
+KEY_REFRESH = 5.0  # seconds between refreshes of the owned key's expiry
 
-_broker_down_until = 0.0  # time.monotonic() before which on-commit publishes are skipped
+Key = tuple[str, str]  # (directory id, target)
+
+_broker_down_until = 0.0  # time.monotonic() before which after-commit kicks are skipped
+
+
+def kick(directory_id: UUID | str, target: str) -> None:
+    """Called by transaction.on_commit once per transaction and (directory, target). Never raises."""
+    key = (str(directory_id), target)
+    try:
+        if not settings.CELERY_BROKER_URL:
+            _in_process_kick(key)
+        elif time.monotonic() < _broker_down_until:
+            logger.info("broker marked down; webhook events of directory %s stay pending for the sweep", key[0])
+        else:
+            _broker_kick(key)
+    except Exception:
+        # Anything at all: the change is committed and its events are safe in the outbox.
+        logger.exception("webhook drain for directory %s not requested; its events stay pending for the sweep", key[0])
+
+
+def kick_many(keys: Iterable[tuple[UUID | str, str]]) -> int:
+    """The sweep's kick: ignores the breaker (this is how it learns the broker is back) and stops at
+    the first failure, leaving the rest pending. Returns how many keys were handed to a drain (one
+    requested now, or one already queued or running)."""
+    done = 0
+    for directory_id, target in keys:
+        key = (str(directory_id), target)
+        handed = _in_process_kick(key) if not settings.CELERY_BROKER_URL else _broker_kick(key)
+        if not handed:
+            break
+        done += 1
+    return done
+
+
+# --- with a broker -------------------------------------------------------------------------------
+
+
+def _broker_kick(key: Key) -> bool:
+    """Ask for a drain of `key` through the broker; False when the broker failed."""
+    coalescer = _coalescer()
+    if coalescer is not None:
+        try:
+            if not coalescer.claim_or_wake(*key, key_ttl()):
+                return True  # a drain owns the key: it has been woken and will claim the new events
+        except Exception as exc:  # noqa: BLE001 - redis errors of any kind: the broker is the same server
+            _broker_failed(exc, key)
+            return False
+    if _publish(key):
+        return True
+    if coalescer is not None:
+        _release(coalescer, key)  # best effort: else the next kicks would wait for the key to expire
+    return False
+
+
+def _broker_failed(exc: BaseException, key: Key) -> None:
+    global _broker_down_until
+    _broker_down_until = time.monotonic() + BROKER_COOLDOWN
+    # kombu's OperationalError, redis' ConnectionError and friends; only the class, so no broker URL or
+    # password is logged.
+    logger.warning(
+        "broker unavailable (%s); webhook events of directory %s stay pending for the sweep", type(exc).__name__, key[0]
+    )
+
+
+def _publish(key: Key) -> bool:
+    from webhooks.tasks import webhook_events_drain  # the task module imports services, which import us
+
+    global _broker_down_until
+    try:
+        webhook_events_drain.apply_async(args=list(key), retry=False)
+    except Exception as exc:  # noqa: BLE001
+        _broker_failed(exc, key)
+        return False
+    _broker_down_until = 0.0
+    return True
+
+
+_coalescers: dict[str, Coalescer] = {}
+
+
+def _coalescer() -> Coalescer | None:
+    """The process's Redis client for the broker's Redis, or None when the broker is not Redis."""
+    url = settings.CELERY_BROKER_URL
+    if not url or not url.startswith(("redis://", "rediss://")):
+        return None
+    coalescer = _coalescers.get(url)
+    if coalescer is None:
+        coalescer = _coalescers[url] = Coalescer(url)
+    return coalescer
+
+
+def key_ttl() -> float:
+    """Expiry of a drain key: longer than a batch can take between two refreshes (see CLAIM_HOLD)."""
+    from webhooks.services import CLAIM_HOLD
+
+    return CLAIM_HOLD + float(settings.WEBHOOK_TIMEOUT) + LINGER + KEY_REFRESH + 30.0
+
+
+class _Drain:
+    """One drain's run: its key, totals, budget and batch size."""
+
+    def __init__(self, key: Key, should_stop: Callable[[], bool] | None = None) -> None:
+        from webhooks.services import BatchResult, delivery
+
+        self.key = key
+        self.totals = BatchResult()
+        self.stop_at = time.monotonic() + DRAIN_BUDGET
+        self.should_stop = should_stop
+        self.limit = delivery.BATCH_SIZE
+        self.between: Callable[[], None] | None = None
+
+    def batch(self) -> Any:
+        """Claim and send one batch, sized so that sending it takes about BATCH_WINDOW: a slow
+        receiver's events are claimed a few at a time, so a killed worker leaves few of them `sending`."""
+        from webhooks.services import delivery
+
+        result = delivery.events_batch_deliver(
+            directory_id=self.key[0],
+            target=self.key[1],
+            limit=self.limit,
+            stop_at=self.stop_at,
+            should_stop=self.should_stop,
+        )
+        self.totals.add(result)
+        if result.attempted:
+            per_event = result.sending_seconds / result.attempted
+            fits = int(BATCH_WINDOW / per_event) if per_event > 0 else delivery.BATCH_SIZE
+            self.limit = max(1, min(delivery.BATCH_SIZE, fits))
+        return result
+
+    def run(self) -> bool:
+        """Claim and send batches until one comes back short of its limit (that claim saw every pending
+        event), or the budget is spent or the worker stops; True in the latter case (hand the key over)."""
+        while True:
+            limit = self.limit
+            result = self.batch()
+            if result.claimed and (time.monotonic() >= self.stop_at or self.stopping()):
+                return True
+            if result.claimed < limit:
+                return False
+            if self.between is not None:
+                self.between()
+
+    def stopping(self) -> bool:
+        return self.should_stop is not None and self.should_stop()
+
+    def log(self) -> None:
+        """One line per drain, not one per event (the per-event "delivered" line is DEBUG)."""
+        totals = self.totals
+        if totals.claimed:
+            logger.info(
+                "webhook drain of directory %s (%s): %d delivered, %d failed, %d dropped, %d put back",
+                self.key[0],
+                self.key[1],
+                totals.delivered,
+                totals.failed,
+                totals.dropped,
+                totals.released,
+            )
+
+
+def drain_run(directory_id: str, target: str, *, should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
+    """The body of the `webhooks.drain` task: drain one key, coordinating through the broker's Redis
+    when it is Redis. `should_stop` tells a drain that its worker is shutting down. Returns the totals."""
+    drain = _Drain((str(directory_id), target), should_stop)
+    coalescer = _coalescer()
+    try:
+        if coalescer is None:
+            # Non-Redis broker: every kick has its own task, so this one only drains what it finds.
+            if drain.run():
+                _publish(drain.key)  # hand over; on failure the rest waits for the sweep
+        else:
+            _drain_owned(drain, coalescer)
+    finally:
+        drain.log()
+    totals = drain.totals
+    return {"claimed": totals.claimed, "delivered": totals.delivered, "failed": totals.failed}
+
+
+def _release(coalescer: Coalescer, key: Key) -> None:
+    try:
+        coalescer.release(*key)
+    except Exception as exc:  # noqa: BLE001 - the key expires by itself (key_ttl)
+        logger.warning("could not release the drain key of directory %s (%s)", key[0], type(exc).__name__)
+
+
+def _drain_owned(drain: _Drain, coalescer: Coalescer) -> None:
+    """Redis broker: this task owns the key (its kick set it) until it releases it; see the module
+    docstring for why nothing committed is left behind."""
+    key = drain.key
+    owned = True
+    refreshed = time.monotonic()
+
+    def keep_key() -> None:
+        nonlocal refreshed
+        if time.monotonic() - refreshed >= KEY_REFRESH:
+            try:
+                coalescer.refresh(*key, key_ttl())
+            except Exception:  # noqa: BLE001, S110 - it expires sooner than it should: at worst a second drain
+                pass
+            refreshed = time.monotonic()
+
+    drain.between = keep_key
+    try:
+        while True:
+            while True:
+                if drain.run() or drain.stopping():
+                    if _publish(key):  # hand the key over to a new task at the back of the queue
+                        owned = False
+                    return
+                keep_key()
+                try:
+                    if not coalescer.wait_for_wake(*key, LINGER):
+                        break
+                except Exception:  # noqa: BLE001 - cannot wait: give the key up now
+                    break
+                time.sleep(GATHER)
+            _release(coalescer, key)
+            owned = False
+            if not drain.batch().claimed:  # the re-check
+                return
+            try:
+                owned = coalescer.claim_or_wake(*key, key_ttl())
+            except Exception:  # noqa: BLE001
+                owned = False
+            if not owned:
+                return  # a newer drain owns the key and claims everything after this batch
+            refreshed = time.monotonic()
+    finally:
+        if owned:
+            _release(coalescer, key)  # an exception: let the next kick start a new drain at once
+
+
+# --- without a broker: the in-process pool -------------------------------------------------------
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 _in_flight: set[Future] = set()
-
-
-def enqueue(event_id: UUID) -> None:
-    """Called by transaction.on_commit for each new outbox event. Must never raise into the request."""
-    try:
-        if settings.CELERY_BROKER_URL:
-            if time.monotonic() < _broker_down_until:
-                logger.info("broker marked down; webhook event %s stays pending for the sweep", event_id)
-                return
-            _publish(event_id)
-        else:
-            _submit(event_id)
-    except Exception:
-        # Anything at all: the change is committed and its event is safe in the outbox.
-        logger.exception("webhook event %s not enqueued; it stays pending for the sweep", event_id)
-
-
-def enqueue_many(event_ids: list[UUID]) -> int:
-    """The sweep's enqueue: ignores the breaker (this is how it learns the broker is back) and stops
-    at the first failed publish, leaving the rest pending. Returns how many were handed over."""
-    if not settings.CELERY_BROKER_URL:
-        for event_id in event_ids:
-            _submit(event_id)
-        return len(event_ids)
-    for done, event_id in enumerate(event_ids):
-        if not _publish(event_id):
-            return done
-    return len(event_ids)
-
-
-def _publish(event_id: UUID) -> bool:
-    from webhooks.tasks import webhook_event_deliver  # the task module imports services, which import us
-
-    global _broker_down_until
-    try:
-        webhook_event_deliver.apply_async(args=[str(event_id)], retry=False)
-    except Exception as exc:
-        _broker_down_until = time.monotonic() + BROKER_COOLDOWN
-        # kombu's OperationalError and friends; only the class, so no broker URL or password is logged.
-        logger.warning(
-            "broker unavailable (%s); webhook event %s stays pending for the sweep", type(exc).__name__, event_id
-        )
-        return False
-    _broker_down_until = 0.0
-    return True
+_dirty: dict[Key, bool] = {}  # keys with a drain queued or running here -> kicked since it last looked
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -98,13 +337,26 @@ def _pool() -> ThreadPoolExecutor:
         return _executor
 
 
-def _submit(event_id: UUID) -> None:
+def _in_process_kick(key: Key) -> bool:
     with _lock:
-        backlog = len(_in_flight)
-    if backlog >= IN_PROCESS_BACKLOG:
-        logger.warning("in-process webhook backlog full; event %s stays pending for the sweep", event_id)
-        return
-    future = _pool().submit(_run_in_process, event_id)
+        if key in _dirty:
+            _dirty[key] = True  # its drain looks again before it exits
+            return True
+        if len(_dirty) >= IN_PROCESS_BACKLOG:
+            logger.warning("in-process webhook backlog full; events of directory %s stay pending for the sweep", key[0])
+            return False
+        _dirty[key] = False
+    try:
+        _submit(key)
+    except BaseException:
+        with _lock:
+            _dirty.pop(key, None)
+        raise
+    return True
+
+
+def _submit(key: Key) -> None:
+    future = _pool().submit(_run_in_process, key)
     with _lock:
         _in_flight.add(future)
     future.add_done_callback(_forget)
@@ -115,23 +367,45 @@ def _forget(future: Future) -> None:
         _in_flight.discard(future)
 
 
-def _run_in_process(event_id: UUID) -> None:
-    from webhooks.services import event_deliver
-
+def _run_in_process(key: Key) -> None:
+    drain = _Drain(key)
+    registered = True  # this job's entry in _dirty; once given up, a new drain may own the key
     try:
-        event_deliver(event_id=event_id)
+        while True:
+            with _lock:
+                _dirty[key] = False
+            if drain.run():
+                with _lock:
+                    _dirty[key] = True  # the next job starts with a claim whatever happens meanwhile
+                _submit(key)  # at the back of the queue: other directories get their turn
+                registered = False
+                return
+            with _lock:
+                if not _dirty[key]:  # no kick since the last claim: nothing committed is left for us
+                    del _dirty[key]
+                    registered = False
+                    return
     except Exception:
-        logger.exception("in-process delivery of webhook event %s crashed", event_id)
+        logger.exception("in-process drain of directory %s crashed; its events stay pending for the sweep", key[0])
     finally:
+        if registered:
+            with _lock:
+                _dirty.pop(key, None)
         connections.close_all()  # this pool thread's connections only (they are thread-local)
+        drain.log()
 
 
 def drain(timeout: float | None = None) -> bool:
-    """Wait for in-process deliveries queued so far; True when all finished. Used by the management
-    commands (so `webhooks_sweep` without a broker delivers before exiting) and by tests."""
-    with _lock:
-        pending = set(_in_flight)
-    if not pending:
-        return True
-    _done, not_done = futures_wait(pending, timeout=timeout)
-    return not not_done
+    """Wait for the in-process drains queued so far (and those they hand over to); True when all
+    finished. Used by the management commands (so `webhooks_sweep` without a broker delivers before
+    exiting) and by tests."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with _lock:
+            pending = {f for f in _in_flight if not f.done()}
+        if not pending:
+            return True
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return False
+        futures_wait(pending, timeout=remaining)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.utils import timezone
 
 
 class EventState(models.TextChoices):
@@ -21,21 +22,27 @@ class EventState(models.TextChoices):
 
 class WebhookEvent(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    # Not a foreign key: a dsync.deleted event outlives its directory.
-    directory_id = models.UUIDField(db_index=True)
+    # Not a foreign key: a dsync.deleted event outlives its directory. Indexed by `event_drain`.
+    directory_id = models.UUIDField()
     event_type = models.CharField(max_length=64)
     # "directory": the directory's own webhook; "global": WEBHOOK_URL (dsync.* events).
     target = models.CharField(max_length=16, default="directory")
     body = models.TextField()
     state = models.CharField(max_length=16, choices=EventState.choices, default=EventState.PENDING)
     state_reason = models.CharField(max_length=255, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
+    # Set by events_record (one microsecond apart within a transaction, to keep the recorded order).
+    created_at = models.DateTimeField(default=timezone.now)
     claimed_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["state", "created_at"], name="event_state_created")]
+        indexes = [
+            models.Index(fields=["state", "created_at"], name="event_state_created"),
+            # The drain's batch claim: one directory's pending events of one target, oldest first. Also
+            # serves every other lookup by directory (it replaces the single-column directory_id index).
+            models.Index(fields=["directory_id", "target", "state", "created_at", "id"], name="event_drain"),
+        ]
 
 
 class WebhookDelivery(models.Model):

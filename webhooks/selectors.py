@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from directories.models import Directory
@@ -26,3 +28,41 @@ def delivery_get(*, directory: Directory, delivery_id: Any) -> WebhookDelivery |
     except (ValueError, TypeError, AttributeError):
         return None
     return WebhookDelivery.objects.filter(directory=directory, pk=pk).first()
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookTarget:
+    """What a delivery needs to know about a directory, read once per batch."""
+
+    deactivated: bool
+    url: str
+    secret: str
+    log: bool
+
+
+_target_sql: dict[str, str] = {}
+
+
+def webhook_target_get(*, directory_id: uuid.UUID) -> WebhookTarget | None:
+    """The directory's webhook settings now, or None when it no longer exists.
+
+    One plain statement rather than a queryset: the drain runs this for every batch, and building the
+    queryset cost more CPU than the rest of a one-event batch together. Column names come from the model;
+    the secret goes through its field's decryption as the ORM would."""
+    meta = Directory._meta
+    fields = [meta.get_field(name) for name in ("deactivated", "webhook_url", "webhook_secret", "log_webhook_events")]
+    sql = _target_sql.get(connection.vendor)
+    if sql is None:
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in fields)
+        sql = _target_sql[connection.vendor] = (
+            f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s"  # noqa: S608
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [meta.pk.get_db_prep_value(directory_id, connection)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    deactivated, url, secret, log = row
+    secret = fields[2].from_db_value(secret, None, connection)
+    return WebhookTarget(bool(deactivated), url or "", secret or "", bool(log))

@@ -1,28 +1,45 @@
-"""Celery tasks: thin shells over webhooks.services, taking ids and bounded in time (STYLE)."""
+"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch, taking ids and bounded in time
+(STYLE)."""
 
 from __future__ import annotations
 
+from celery.worker import state as worker_state
 from django.conf import settings
 
 from config.celery import app
-from webhooks import services
+from webhooks import dispatch, services
 
-# The hard limit kills an attempt stuck beyond the transport's own deadline; the event is then left
-# `sending` and the sweep reports it as "worker lost" (services.sending_stale_after is longer).
+# A drain works DRAIN_BUDGET seconds, then finishes the batch in hand, whose attempts stop starting after
+# CLAIM_HOLD and last WEBHOOK_TIMEOUT each, then lingers LINGER. The limits sit above that, so they only
+# fire on a drain that is stuck. The hard limit kills it: its claimed events are left `sending` and the
+# sweep reports them as "worker lost" (services.sending_stale_after is measured from the claim, and a
+# batch is claimed at most CLAIM_HOLD + WEBHOOK_TIMEOUT before it finishes).
+DRAIN_SOFT_TIME_LIMIT = int(
+    dispatch.DRAIN_BUDGET + services.CLAIM_HOLD + 2 * float(settings.WEBHOOK_TIMEOUT) + dispatch.LINGER + 30
+)
+DRAIN_TIME_LIMIT = DRAIN_SOFT_TIME_LIMIT + 10
 DELIVER_TIME_LIMIT = int(float(settings.WEBHOOK_TIMEOUT)) + 30
 
+# One attempt, ever: no autoretry, and ack on receipt so a dying worker does not get the message
+# redelivered behind the claim's back (the sweep reports its events instead).
+_ONE_SHOT = {"ignore_result": True, "acks_late": False, "max_retries": 0}
 
-@app.task(
-    name="webhooks.deliver",
-    ignore_result=True,
-    # One attempt, ever: no autoretry, and ack on receipt so a dying worker does not get the message
-    # redelivered behind the claim's back (the sweep reports it instead).
-    acks_late=False,
-    max_retries=0,
-    time_limit=DELIVER_TIME_LIMIT,
-    soft_time_limit=DELIVER_TIME_LIMIT - 5,
-)
+
+@app.task(name="webhooks.drain", time_limit=DRAIN_TIME_LIMIT, soft_time_limit=DRAIN_SOFT_TIME_LIMIT, **_ONE_SHOT)
+def webhook_events_drain(directory_id: str, target: str) -> dict[str, int]:
+    return dispatch.drain_run(directory_id, target, should_stop=_worker_stopping)
+
+
+def _worker_stopping() -> bool:
+    """A warm shutdown was asked for (the threads and solo pools share this state; a prefork child is
+    covered by the drain's short budget instead)."""
+    return bool(worker_state.should_stop or worker_state.should_terminate)
+
+
+@app.task(name="webhooks.deliver", time_limit=DELIVER_TIME_LIMIT, soft_time_limit=DELIVER_TIME_LIMIT - 5, **_ONE_SHOT)
 def webhook_event_deliver(event_id: str) -> str | None:
+    """One event by id: what kicks published before deliveries were drained per directory. Kept so the
+    messages still queued at an upgrade are delivered (each event is still claimed once)."""
     return services.event_deliver(event_id=event_id)
 
 

@@ -205,16 +205,17 @@ def broker_url(settings) -> Iterator[str]:  # noqa: ANN001
 
 
 class TaskCounter:
-    """Counts finished `webhooks.deliver` tasks (Celery's task_postrun signal), so a test can wait for
-    the worker to be idle before it reads the database: on the shared-cache in-memory SQLite test
-    database a read racing the worker's write fails with "table is locked" instead of waiting."""
+    """Counts finished `webhooks.drain` (and legacy `webhooks.deliver`) tasks (Celery's task_postrun
+    signal), so a test can wait for the worker to be idle before it reads the database: on the
+    shared-cache in-memory SQLite test database a read racing the worker's write fails with "table is
+    locked" instead of waiting."""
 
     def __init__(self) -> None:
         self.count = 0
         self.condition = threading.Condition()
 
     def __call__(self, sender: Any = None, **kwargs: Any) -> None:
-        if getattr(sender, "name", "") == "webhooks.deliver":
+        if getattr(sender, "name", "") in ("webhooks.drain", "webhooks.deliver"):
             with self.condition:
                 self.count += 1
                 self.condition.notify_all()

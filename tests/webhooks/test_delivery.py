@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import orjson
 import pytest
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser, comparison_key
@@ -18,6 +22,7 @@ from webhooks.services import (
     deliveries_purge,
     event_deliver,
     event_record,
+    events_batch_deliver,
     events_record,
     events_sweep,
     sending_stale_after,
@@ -282,23 +287,26 @@ def test_sweep_enqueues_old_pending_events_once_each(hooked_directory: Directory
     payloads = events_record(directory=hooked_directory, events=[("user.created", {"id": str(i)}) for i in range(3)])
     fresh = events_sweep()  # default minimum age: the on-commit publish is still in flight
     assert fresh.enqueued == 0
-    WebhookEvent.objects.update(created_at=timezone.now() - timedelta(minutes=1))
-    # No broker in this test: enqueue hands work to the in-process pool, which runs in another thread and
-    # would not see this test's uncommitted rows; deliver here instead and check the sweep's selection.
+    WebhookEvent.objects.update(created_at=F("created_at") - timedelta(minutes=1))
+    # No broker in this test: a kick hands work to the in-process pool, which runs in another thread and
+    # would not see this test's uncommitted rows; drain here instead and check the sweep's selection.
     from webhooks import dispatch
 
-    enqueued: list[uuid.UUID] = []
-    original = dispatch.enqueue_many
-    dispatch.enqueue_many = lambda ids: enqueued.extend(ids) or len(ids)  # type: ignore[assignment]
+    kicked: list[tuple[uuid.UUID, str]] = []
+    original = dispatch.kick_many
+    dispatch.kick_many = lambda keys: kicked.extend(keys) or len(kicked)  # type: ignore[assignment]
     try:
         result = events_sweep()
     finally:
-        dispatch.enqueue_many = original  # type: ignore[assignment]
-    assert result.enqueued == 3
-    assert sorted(map(str, enqueued)) == sorted(p["id"] for p in payloads)
-    for event_id in enqueued + enqueued:  # enqueued twice: still one attempt each
-        event_deliver(event_id=event_id)
-    assert len(receiver.wait_for(6, timeout=0.5)) == 3
+        dispatch.kick_many = original  # type: ignore[assignment]
+    assert result.enqueued == 3  # the three events, through one drain of their directory
+    assert kicked == [(hooked_directory.id, "directory")]
+    for _ in range(2):  # drained twice: still one attempt each
+        events_batch_deliver(directory_id=hooked_directory.id, target="directory")
+    for payload in payloads:  # and asked for by id afterwards: nothing left to claim
+        assert event_deliver(event_id=payload["id"]) is None
+    got = receiver.wait_for(6, timeout=0.5)
+    assert [r.json["id"] for r in got] == [p["id"] for p in payloads]  # once each, in recorded order
 
 
 def test_sweep_marks_a_stale_sending_event_as_worker_lost_and_never_resends(
@@ -385,3 +393,285 @@ def test_purge_and_sweep_commands_run(hooked_directory: Directory, receiver: Rec
     out = StringIO()
     call_command("webhooks_sweep", "--min-age", "3600", stdout=out)
     assert "enqueued 0 pending event(s)" in out.getvalue()
+
+
+# --- batches: one directory's events, claimed together, sent in order --------------------------------
+
+
+def _statements(captured: CaptureQueriesContext) -> list[str]:
+    """The SQL a batch ran, without the savepoints the test's own transaction adds around atomic blocks."""
+    return [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"].upper()]
+
+
+@pytest.mark.parametrize(("log", "statements"), [(False, 3), (True, 5)])
+def test_a_batch_sends_one_directorys_events_in_recorded_order_with_a_fixed_number_of_statements(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    log: bool,
+    statements: int,
+) -> None:
+    directory = make_hooked_directory(receiver, log=log)
+    other = make_hooked_directory(receiver, tenant="globex")
+    events = [("user.created", {"id": str(i)}) for i in range(5)]
+    payloads = events_record(directory=directory, events=events)
+    events_record(directory=other, events=[("user.created", {"id": "other"})])
+
+    with CaptureQueriesContext(connection) as captured:
+        result = events_batch_deliver(directory_id=directory.id, target="directory")
+    # Claim, the directory, the DELETE; with logging on also the re-read of the flag and one INSERT.
+    assert len(_statements(captured)) == statements
+    assert (result.claimed, result.delivered, result.failed, result.released) == (5, 5, 0, 0)
+    got = receiver.wait_for(6, timeout=0.5)
+    assert [r.json["id"] for r in got] == [p["id"] for p in payloads]
+    assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
+    assert WebhookDelivery.objects.filter(directory=directory, delivered=True).count() == (5 if log else 0)
+    # The other directory's event is not this drain's business.
+    assert WebhookEvent.objects.get(directory_id=other.id).state == EventState.PENDING
+    assert events_batch_deliver(directory_id=directory.id, target="directory").claimed == 0
+
+
+def test_events_recorded_in_one_transaction_keep_their_order_even_within_one_microsecond(
+    hooked_directory: Directory, receiver: Receiver
+) -> None:
+    payloads = events_record(
+        directory=hooked_directory,
+        events=[("group.created", {"id": "g"})] + [("group.user_added", {"id": str(i)}) for i in range(30)],
+    )
+    rows = list(WebhookEvent.objects.filter(directory_id=hooked_directory.id).values_list("id", "created_at"))
+    assert len({created for _id, created in rows}) == 31  # distinct, so the claim's order is the recorded one
+    batches = []
+    while claimed := events_batch_deliver(directory_id=hooked_directory.id, target="directory", limit=7).claimed:
+        batches.append(claimed)
+    assert batches == [7, 7, 7, 7, 3]  # a claim never takes more than its limit
+    got = receiver.wait_for(32, timeout=0.5)
+    assert [r.json["id"] for r in got] == [p["id"] for p in payloads]
+
+
+def test_an_exception_mid_batch_puts_the_unattempted_events_back_and_leaves_the_one_in_flight_sending(
+    hooked_directory: Directory,
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from webhooks import transport
+
+    payloads = events_record(directory=hooked_directory, events=[("user.created", {"id": str(i)}) for i in range(5)])
+    real_post = transport.post
+    calls: list[str] = []
+
+    def post_then_crash(url: str, body: bytes, headers: dict[str, str], timeout: float) -> transport.AttemptResult:
+        calls.append(headers["Roster-Event-Id"])
+        if len(calls) == 2:
+            real_post(url, body, headers, timeout)  # sent, and then the worker is interrupted
+            raise RuntimeError("interrupted")
+        return real_post(url, body, headers, timeout)
+
+    monkeypatch.setattr(transport, "post", post_then_crash)
+    with pytest.raises(RuntimeError):
+        events_batch_deliver(directory_id=hooked_directory.id, target="directory")
+    states = dict(WebhookEvent.objects.values_list("id", "state"))
+    ids = [uuid.UUID(p["id"]) for p in payloads]
+    assert ids[0] not in states  # attempted and recorded before the crash
+    assert WebhookDelivery.objects.get(event_id=ids[0]).delivered is True
+    assert states[ids[1]] == EventState.SENDING  # its outcome is unknown: the sweep reports it, never resends it
+    assert [states[i] for i in ids[2:]] == [EventState.PENDING] * 3  # never attempted: back in the queue
+    assert not WebhookEvent.objects.filter(pk__in=ids[2:], claimed_at__isnull=False).exists()
+
+    monkeypatch.setattr(transport, "post", real_post)
+    result = events_batch_deliver(directory_id=hooked_directory.id, target="directory")
+    assert (result.claimed, result.delivered) == (3, 3)
+    got = receiver.wait_for(6, timeout=0.5)
+    assert [r.json["id"] for r in got] == [p["id"] for p in payloads]  # each sent once, in order
+    WebhookEvent.objects.filter(pk=ids[1]).update(
+        claimed_at=timezone.now() - sending_stale_after() - timedelta(seconds=1)
+    )
+    assert events_sweep(pending_age=timedelta(0)).worker_lost == 1
+    assert WebhookDelivery.objects.get(event_id=ids[1]).error_class == "WorkerLost"
+    assert len(receiver.wait_for(6, timeout=0.3)) == 5
+
+
+def test_a_soft_time_limit_during_an_attempt_stops_the_batch_and_puts_the_rest_back(
+    hooked_directory: Directory,
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from webhooks import transport
+
+    payloads = events_record(directory=hooked_directory, events=[("user.created", {"id": str(i)}) for i in range(4)])
+    real_getresponse = transport.GuardedHTTPConnection.getresponse
+    answers: list[int] = []
+
+    def getresponse_until_the_limit(self: Any) -> Any:
+        answers.append(1)
+        if len(answers) == 2:
+            raise SoftTimeLimitExceeded()  # what Celery raises in the task's thread
+        return real_getresponse(self)
+
+    monkeypatch.setattr(transport.GuardedHTTPConnection, "getresponse", getresponse_until_the_limit)
+    with pytest.raises(SoftTimeLimitExceeded):
+        events_batch_deliver(directory_id=hooked_directory.id, target="directory")
+    ids = [uuid.UUID(p["id"]) for p in payloads]
+    states = dict(WebhookEvent.objects.values_list("id", "state"))
+    assert ids[0] not in states
+    assert states[ids[1]] == EventState.SENDING  # the request had been written: outcome unknown
+    assert [states[i] for i in ids[2:]] == [EventState.PENDING, EventState.PENDING]
+
+
+def test_a_batch_held_past_its_claim_hold_puts_the_rest_back_for_the_next_claim(
+    hooked_directory: Directory,
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from webhooks.services import delivery
+
+    monkeypatch.setattr(delivery, "CLAIM_HOLD", 0.0)
+    payloads = events_record(directory=hooked_directory, events=[("user.created", {"id": str(i)}) for i in range(3)])
+    results = []
+    while (result := events_batch_deliver(directory_id=hooked_directory.id, target="directory")).claimed:
+        results.append((result.claimed, result.delivered, result.released))
+    # Each batch makes one attempt (the first always goes), then gives the rest back, unsent.
+    assert results == [(3, 1, 2), (2, 1, 1), (1, 1, 0)]
+    got = receiver.wait_for(4, timeout=0.5)
+    assert [r.json["id"] for r in got] == [p["id"] for p in payloads]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_drains_of_one_directory_claim_each_event_exactly_once(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four drains of the same directory at once (what a sweep racing a kick, or RabbitMQ, produces):
+    every event is claimed by exactly one of them. On PostgreSQL the batch claim's FOR UPDATE SKIP
+    LOCKED is what is tested; on SQLite the re-check of `state` under the write lock."""
+    import threading
+
+    from django.db import connections
+
+    from webhooks import dispatch
+
+    monkeypatch.setattr(dispatch, "kick", lambda *args: None)  # only the four drains below
+    directory = make_hooked_directory(receiver, log=False)
+    payloads = events_record(directory=directory, events=[("user.created", {"id": str(i)}) for i in range(60)])
+    barrier = threading.Barrier(4)
+    claimed: list[int] = []
+    errors: list[BaseException] = []
+
+    def drain() -> None:
+        try:
+            barrier.wait()
+            while result := events_batch_deliver(directory_id=directory.id, target="directory", limit=5):
+                if not result.claimed:
+                    break
+                claimed.append(result.claimed)
+        except BaseException as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=drain) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert sum(claimed) == 60
+    got = receiver.wait_for(61, timeout=0.5)
+    assert sorted(r.json["id"] for r in got) == sorted(p["id"] for p in payloads)  # each once, none twice
+    assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
+
+
+# --- one kick per transaction and directory ----------------------------------------------------------
+
+
+def _kicks(callbacks: list) -> list[tuple[uuid.UUID, str]]:
+    from webhooks.services.recording import _Kick
+
+    return [(c.directory_id, c.target) for c in callbacks if isinstance(c, _Kick)]
+
+
+def test_a_transaction_recording_events_twice_kicks_each_directory_once(
+    hooked_directory: Directory,
+    global_receiver: Receiver,
+    django_capture_on_commit_callbacks,  # noqa: ANN001
+) -> None:
+    from django.db import transaction
+
+    from webhooks.services import directory_event_record
+
+    with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
+        events_record(directory=hooked_directory, events=[("user.created", {"id": "1"})])
+        events_record(directory=hooked_directory, events=[("group.created", {"id": "g"}), ("group.user_added", {})])
+        directory_event_record(directory=hooked_directory, event_type="dsync.activated", data={})
+    assert _kicks(callbacks) == [(hooked_directory.id, "directory"), (hooked_directory.id, "global")]
+    assert WebhookEvent.objects.filter(directory_id=hooked_directory.id).count() == 4
+
+
+def test_a_kick_rolled_back_with_its_savepoint_is_registered_again_by_the_next_record(
+    hooked_directory: Directory,
+    django_capture_on_commit_callbacks,  # noqa: ANN001
+) -> None:
+    from django.db import transaction
+
+    with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
+        with pytest.raises(RuntimeError), transaction.atomic():
+            events_record(directory=hooked_directory, events=[("user.created", {"id": "gone"})])
+            raise RuntimeError("rolled back")
+        kept = events_record(directory=hooked_directory, events=[("user.created", {"id": "kept"})])
+    assert _kicks(callbacks) == [(hooked_directory.id, "directory")]
+    assert list(WebhookEvent.objects.values_list("id", flat=True)) == [uuid.UUID(kept[0]["id"])]
+
+
+def test_an_event_recorded_in_a_savepoint_relies_on_the_kick_of_the_enclosing_transaction(
+    hooked_directory: Directory,
+    django_capture_on_commit_callbacks,  # noqa: ANN001
+) -> None:
+    from django.db import transaction
+
+    with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
+        events_record(directory=hooked_directory, events=[("user.created", {"id": "1"})])
+        with pytest.raises(RuntimeError), transaction.atomic():
+            events_record(directory=hooked_directory, events=[("user.updated", {"id": "1"})])
+            raise RuntimeError("rolled back")
+        with transaction.atomic():
+            events_record(directory=hooked_directory, events=[("user.deleted", {"id": "1"})])
+    assert _kicks(callbacks) == [(hooked_directory.id, "directory")]  # survived both savepoints
+    assert WebhookEvent.objects.count() == 2
+
+
+# --- batches of global events and of dropped ones ------------------------------------------------------
+
+
+def test_global_events_drained_as_a_batch_keep_their_rows_with_the_outcome(global_receiver: Receiver) -> None:
+    directory = directory_create(data={"tenant": "acme", "product": "crm"})
+    directory_update(directory=directory, data={"deactivated": True})
+    directory_update(directory=directory, data={"deactivated": False})
+    result = events_batch_deliver(directory_id=directory.id, target="global")
+    assert (result.claimed, result.delivered) == (3, 3)
+    got = global_receiver.wait_for(4, timeout=0.5)
+    assert [r.json["event"] for r in got] == ["dsync.created", "dsync.deactivated", "dsync.activated"]
+    rows = WebhookEvent.objects.filter(directory_id=directory.id)
+    assert {(e.state, e.finished_at is not None) for e in rows} == {(EventState.DELIVERED, True)}
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_a_batch_of_a_deactivated_directory_is_dropped_in_one_go(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    log: bool,
+) -> None:
+    directory = make_hooked_directory(receiver, log=log)
+    events_record(directory=directory, events=[("user.created", {"id": str(i)}) for i in range(3)])
+    directory_update(directory=directory, data={"deactivated": True})
+    result = events_batch_deliver(directory_id=directory.id, target="directory")
+    assert (result.claimed, result.dropped, result.delivered) == (3, 3, 0)
+    assert receiver.wait_for(1, timeout=0.3) == []
+    if log:
+        entries = WebhookDelivery.objects.filter(directory=directory)
+        assert [e.error_message for e in entries] == ["not sent: directory deactivated"] * 3
+        assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
+    else:
+        rows = WebhookEvent.objects.filter(directory_id=directory.id)
+        assert {(e.state, e.state_reason, e.body) for e in rows} == {(EventState.DROPPED, "directory deactivated", "")}
+        assert not WebhookDelivery.objects.exists()

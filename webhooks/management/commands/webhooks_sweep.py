@@ -13,8 +13,9 @@ from webhooks.services import SWEEP_PENDING_AGE, events_sweep
 
 class Command(BaseCommand):
     help = (
-        "Enqueue webhook events that were committed but never attempted (broker or process outage), "
-        "and mark attempts whose worker died as failed ('worker lost'). Each event is attempted once."
+        "Ask for a drain of every directory with webhook events committed but never attempted (broker or "
+        "process outage), and mark attempts whose worker died as failed ('worker lost'). Each event is "
+        "attempted once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -22,7 +23,7 @@ class Command(BaseCommand):
             "--min-age",
             type=float,
             default=SWEEP_PENDING_AGE.total_seconds(),
-            help="Only enqueue events pending for at least this many seconds (default: %(default)s).",
+            help="Only events pending for at least this many seconds (default: %(default)s).",
         )
 
     def handle(self, *args, **options) -> None:  # noqa: ANN002, ANN003

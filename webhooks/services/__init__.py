@@ -1,0 +1,43 @@
+"""Webhook writes (STYLE: services do every write), split by topic:
+
+- `recording`: events into the outbox, in the caller's transaction, with one drain kick after commit;
+- `delivery`: claiming a directory's events in batches and making each one's single attempt;
+- `sweeping`: what a broker or worker outage left behind, and the delivery-log purge.
+"""
+
+from __future__ import annotations
+
+from webhooks.services.delivery import (
+    BATCH_SIZE,
+    CLAIM_HOLD,
+    BatchResult,
+    event_deliver,
+    events_batch_deliver,
+    sending_stale_after,
+)
+from webhooks.services.recording import directory_event_record, event_payload, event_record, events_record
+from webhooks.services.sweeping import (
+    SWEEP_PENDING_AGE,
+    PurgeResult,
+    SweepResult,
+    deliveries_purge,
+    events_sweep,
+)
+
+__all__ = [
+    "BATCH_SIZE",
+    "CLAIM_HOLD",
+    "SWEEP_PENDING_AGE",
+    "BatchResult",
+    "PurgeResult",
+    "SweepResult",
+    "deliveries_purge",
+    "directory_event_record",
+    "event_deliver",
+    "event_payload",
+    "event_record",
+    "events_batch_deliver",
+    "events_record",
+    "events_sweep",
+    "sending_stale_after",
+]

@@ -1,0 +1,478 @@
+"""Delivering outbox events: claim a batch of one directory's events, make each one's single attempt in
+order, record the outcomes in as few statements as possible (SPEC §5).
+
+Guarantees, in terms of `WebhookEvent.state`:
+- `pending` -> `sending` is the claim: one conditional UPDATE, exclusive per row (PostgreSQL: the
+  batch's rows are picked `FOR UPDATE SKIP LOCKED` and re-checked; SQLite: the statement runs under the
+  database write lock and re-checks `state`). Only the claimer sends, so an event handed to several
+  drains is still attempted at most once.
+- Each attempt ends `delivered` or `failed` and is never retried. Claimed events that were not
+  attempted (an exception, a time limit, the worker shutting down, the batch's time was up) go back to
+  `pending` in a `finally`, so they are sent later, not reported lost. Only a killed process leaves
+  `sending` rows behind; the sweep turns them into `failed` ("worker lost") after
+  `sending_stale_after()`. The event whose attempt was under way when an exception arrived stays
+  `sending` too: the receiver may have got it.
+- Directory events of a deactivated or deleted directory (or one whose webhook was removed) are
+  `dropped` with the reason, not sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from directories.models import Directory
+from webhooks import transport
+from webhooks.models import EventState, WebhookDelivery, WebhookEvent
+from webhooks.selectors import webhook_target_get
+from webhooks.signing import SIGNATURE_HEADER, signature_header
+
+logger = logging.getLogger("roster.webhooks")
+
+BATCH_SIZE = 25
+# A claimed event waits in `sending` while the events before it in its batch are sent. Once a batch has
+# been held this long, its remaining events go back to `pending` (and are claimed again at once, with a
+# fresh claimed_at), so no event stays `sending` longer than CLAIM_HOLD + WEBHOOK_TIMEOUT plus two
+# statements: well inside sending_stale_after(), so the sweep never takes a live batch for a lost one.
+CLAIM_HOLD = 30.0
+
+
+def sending_stale_after() -> timedelta:
+    """A `sending` event older than this cannot have a live attempt behind it (see CLAIM_HOLD, and the
+    drain task's time limit in webhooks.tasks)."""
+    return timedelta(seconds=float(settings.WEBHOOK_TIMEOUT) + 90)
+
+
+@dataclass(frozen=True, slots=True)
+class _Claimed:
+    id: uuid.UUID
+    event_type: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    url: str
+    secret: str | None
+    log_directory_id: uuid.UUID | None  # the directory whose delivery log records attempts, when it logs
+
+
+@dataclass
+class BatchResult:
+    claimed: int = 0
+    delivered: int = 0
+    failed: int = 0
+    dropped: int = 0
+    released: int = 0  # claimed but not attempted: back to `pending`
+    sending_seconds: float = 0.0  # time spent on the attempts
+
+    @property
+    def attempted(self) -> int:
+        return self.delivered + self.failed
+
+    def add(self, other: BatchResult) -> None:
+        self.claimed += other.claimed
+        self.delivered += other.delivered
+        self.failed += other.failed
+        self.dropped += other.dropped
+        self.released += other.released
+        self.sending_seconds += other.sending_seconds
+
+
+# --- claiming -----------------------------------------------------------------------------------
+
+
+_names: dict[str, tuple[str, dict[str, str]]] = {}
+
+
+def _columns() -> tuple[str, dict[str, str]]:
+    """The outbox table's quoted name and column names, for the hand-written statements below."""
+    names = _names.get(connection.vendor)
+    if names is None:
+        meta = WebhookEvent._meta
+        quote = connection.ops.quote_name
+        names = _names[connection.vendor] = (
+            quote(meta.db_table),
+            {f.name: quote(f.column) for f in meta.concrete_fields},
+        )
+    return names
+
+
+_claim_sql: dict[str, str] = {}
+
+
+def _batch_claim_sql() -> str:
+    """The batch claim for this database. Identifiers come from the model and are quoted; every value
+    is a parameter: state `sending`, claimed_at, directory_id, target, state `pending`, limit, state
+    `pending`."""
+    sql = _claim_sql.get(connection.vendor)
+    if sql is None:
+        table, c = _columns()
+        pick = (
+            f"SELECT {c['id']} FROM {table} "  # noqa: S608
+            f"WHERE {c['directory_id']} = %s AND {c['target']} = %s AND {c['state']} = %s "
+            f"ORDER BY {c['created_at']}, {c['id']} LIMIT %s"
+        )
+        returned = ("id", "event_type", "body", "created_at")
+        if connection.vendor == "postgresql":
+            # The pick must run once. As `id IN (subquery)` PostgreSQL may run it again for every row
+            # it scans, and FOR UPDATE skips the rows this very statement already updated, so each run
+            # yields the next rows and one claim takes far more than its LIMIT (seen on a table the
+            # planner has no statistics for). A CTE with FOR UPDATE is evaluated exactly once.
+            sql = (
+                f"WITH picked AS MATERIALIZED ({pick} FOR UPDATE SKIP LOCKED) "  # noqa: S608
+                f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s FROM picked "
+                f"WHERE {table}.{c['id']} = picked.{c['id']} AND {table}.{c['state']} = %s "
+                f"RETURNING {', '.join(f'{table}.{c[f]}' for f in returned)}"
+            )
+        else:
+            # SQLite: one writer at a time, and the statement runs under the write lock; the outer
+            # condition on `state` is what makes the claim exclusive.
+            sql = (
+                f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s "  # noqa: S608
+                f"WHERE {c['id']} IN ({pick}) AND {c['state']} = %s "
+                f"RETURNING {', '.join(c[f] for f in returned)}"
+            )
+        _claim_sql[connection.vendor] = sql
+    return sql
+
+
+def _batch_claim_params(claimed_at: Any, directory_id: uuid.UUID, target: str, limit: int) -> list[Any]:
+    meta = WebhookEvent._meta
+    claim = [EventState.SENDING, meta.get_field("claimed_at").get_db_prep_value(claimed_at, connection)]
+    pick = [
+        meta.get_field("directory_id").get_db_prep_value(directory_id, connection),
+        target,
+        EventState.PENDING,
+        limit,
+    ]
+    if connection.vendor == "postgresql":
+        return [*pick, *claim, EventState.PENDING]
+    return [*claim, *pick, EventState.PENDING]
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def _claim_batch(directory_id: uuid.UUID, target: str, limit: int) -> list[_Claimed]:
+    """Up to `limit` pending events of one directory and target, oldest first, now `sending` and ours."""
+    claimed_at = timezone.now()
+    if connection.vendor not in ("postgresql", "sqlite"):
+        return _claim_generic(
+            WebhookEvent.objects.filter(directory_id=directory_id, target=target, state=EventState.PENDING)
+            .order_by("created_at", "id")
+            .values_list("id", flat=True)[:limit],
+            claimed_at,
+        )
+    params = _batch_claim_params(claimed_at, directory_id, target, limit)
+    with connection.cursor() as cursor:
+        cursor.execute(_batch_claim_sql(), params)
+        rows = cursor.fetchall()
+    # RETURNING gives no order; sort as the claim did. (created_at compares as datetimes on PostgreSQL
+    # and as fixed-format text on SQLite; the id tie-break compares the same way as in SQL.)
+    rows.sort(key=lambda row: (row[3], row[0]))
+    return [_Claimed(_as_uuid(row[0]), row[1], row[2]) for row in rows]
+
+
+def _claim_one(event_id: uuid.UUID) -> tuple[_Claimed, uuid.UUID, str] | None:
+    """This one event, if it is still pending: (event, its directory id, its target)."""
+    claimed_at = timezone.now()
+    if connection.vendor not in ("postgresql", "sqlite"):
+        if not WebhookEvent.objects.filter(pk=event_id, state=EventState.PENDING).update(
+            state=EventState.SENDING, claimed_at=claimed_at
+        ):
+            return None
+        row = WebhookEvent.objects.values_list("id", "event_type", "body", "directory_id", "target").get(pk=event_id)
+    else:
+        meta = WebhookEvent._meta
+        table, c = _columns()
+        sql = (
+            f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s "  # noqa: S608
+            f"WHERE {c['id']} = %s AND {c['state']} = %s "
+            f"RETURNING {c['id']}, {c['event_type']}, {c['body']}, {c['directory_id']}, {c['target']}"
+        )
+        params = [
+            EventState.SENDING,
+            meta.get_field("claimed_at").get_db_prep_value(claimed_at, connection),
+            meta.pk.get_db_prep_value(event_id, connection),
+            EventState.PENDING,
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+    return _Claimed(_as_uuid(row[0]), row[1], row[2]), _as_uuid(row[3]), row[4]
+
+
+def _claim_generic(event_ids: Any, claimed_at: Any) -> list[_Claimed]:
+    """Databases without UPDATE ... RETURNING: one conditional UPDATE per event, then read them."""
+    won = [
+        event_id
+        for event_id in list(event_ids)
+        if WebhookEvent.objects.filter(pk=event_id, state=EventState.PENDING).update(
+            state=EventState.SENDING, claimed_at=claimed_at
+        )
+    ]
+    rows = WebhookEvent.objects.filter(pk__in=won).order_by("created_at", "id").values_list("id", "event_type", "body")
+    return [_Claimed(*row) for row in rows]
+
+
+# --- delivering -----------------------------------------------------------------------------------
+
+
+def events_batch_deliver(
+    *,
+    directory_id: uuid.UUID | str,
+    target: str,
+    limit: int | None = None,
+    stop_at: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> BatchResult:
+    """Claim up to `limit` pending events of one directory and target (oldest first) and make their
+    attempts in that order. `claimed == 0` means there was nothing pending to claim.
+
+    `stop_at` (time.monotonic()) ends the batch early: no attempt starts after it, except the first,
+    so a drain past its budget still makes progress. `should_stop()` (a worker shutting down) ends it
+    before the next attempt, the first included. The events not attempted go back to `pending`.
+    """
+    directory_id = _as_uuid(directory_id)
+    events = _claim_batch(directory_id, target, BATCH_SIZE if limit is None else limit)
+    if not events:
+        return BatchResult()
+    return _deliver_claimed(events, directory_id, target, stop_at, should_stop)
+
+
+def event_deliver(*, event_id: uuid.UUID | str) -> str | None:
+    """Make the one delivery attempt of this outbox event now; returns its final state, or None when
+    this call did not claim it (unknown id, or already claimed by another worker or an earlier run).
+    For tasks queued before batched draining (`webhooks.deliver`), tests and operators."""
+    try:
+        event_id = uuid.UUID(str(event_id))
+    except ValueError:
+        return None
+    claimed = _claim_one(event_id)
+    if claimed is None:
+        return None
+    event, directory_id, target = claimed
+    result = _deliver_claimed([event], directory_id, target, None, None)
+    if result.dropped:
+        return EventState.DROPPED
+    return EventState.DELIVERED if result.delivered else EventState.FAILED
+
+
+def _resolve_target(directory_id: uuid.UUID, target: str) -> _Target | str:
+    """Where this directory's events go now, or the reason they must be dropped."""
+    if target == "global":
+        # dsync.* events go to the operator's receiver even when the directory is gone or deactivated:
+        # they announce exactly that.
+        if not settings.WEBHOOK_URL:
+            return "WEBHOOK_URL is not set"
+        return _Target(settings.WEBHOOK_URL, settings.WEBHOOK_SECRET or None, None)
+    directory = webhook_target_get(directory_id=directory_id)
+    if directory is None:
+        return "directory deleted"
+    if directory.deactivated:
+        return "directory deactivated"
+    if not directory.url:
+        return "directory has no webhook endpoint"
+    return _Target(directory.url, directory.secret or None, directory_id if directory.log else None)
+
+
+def _deliver_claimed(
+    events: list[_Claimed],
+    directory_id: uuid.UUID,
+    target: str,
+    stop_at: float | None,
+    should_stop: Callable[[], bool] | None,
+) -> BatchResult:
+    resolved = _resolve_target(directory_id, target)
+    if isinstance(resolved, str):
+        logger.info("%d webhook event(s) of directory %s dropped: %s", len(events), directory_id, resolved)
+        _record_drops(events, directory_id, target, resolved)
+        return BatchResult(claimed=len(events), dropped=len(events))
+
+    stop = time.monotonic() + CLAIM_HOLD
+    if stop_at is not None:
+        stop = min(stop, stop_at)
+    timeout = float(settings.WEBHOOK_TIMEOUT)
+    logging_on = resolved.log_directory_id is not None
+    if not resolved.secret:
+        logger.warning("webhook events of directory %s sent unsigned: WEBHOOK_SECRET is not set", directory_id)
+    outcomes: list[tuple[_Claimed, transport.AttemptResult, Any]] = []
+    in_attempt = False
+    started = time.monotonic()
+    try:
+        for event in events:
+            if (outcomes and time.monotonic() >= stop) or (should_stop is not None and should_stop()):
+                break
+            body = event.body.encode()
+            headers = {
+                "Content-Type": "application/json",
+                "Roster-Event": event.event_type,
+                "Roster-Event-Id": str(event.id),
+            }
+            if resolved.secret:
+                headers[SIGNATURE_HEADER] = signature_header(body, resolved.secret)
+            attempted_at = timezone.now() if logging_on else None
+            in_attempt = True
+            result = transport.post(resolved.url, body, headers, timeout)
+            outcomes.append((event, result, attempted_at))
+            in_attempt = False
+            if result.delivered:
+                logger.debug(
+                    "webhook event %s (%s) delivered: %s in %d ms",
+                    event.id,
+                    event.event_type,
+                    result.status_code,
+                    result.latency_ms,
+                )
+            else:
+                # Never the URL's secret parts or the response body: the class and message are enough.
+                logger.warning(
+                    "webhook event %s (%s) failed: %s %s",
+                    event.id,
+                    event.event_type,
+                    result.error_class,
+                    result.error_message,
+                )
+    finally:
+        # An exception (or a time limit) may land anywhere above. Record what was attempted; put back
+        # what was not; leave the event whose attempt was under way `sending`, for the sweep to report.
+        unattempted = events[len(outcomes) + (1 if in_attempt else 0) :]
+        try:
+            if outcomes:
+                _finish(outcomes, resolved, target)
+        finally:
+            if unattempted:
+                _release(unattempted)
+    delivered = sum(1 for _e, result, _a in outcomes if result.delivered)
+    return BatchResult(
+        claimed=len(events),
+        delivered=delivered,
+        failed=len(outcomes) - delivered,
+        released=len(unattempted),
+        sending_seconds=time.monotonic() - started,
+    )
+
+
+def _finish(outcomes: list[tuple[_Claimed, transport.AttemptResult, Any]], resolved: _Target, target: str) -> None:
+    """Close the outbox rows of a batch. A directory event's record is the delivery log (or nothing, with
+    logging off), so its row goes; a global event has no directory log, so its row keeps the outcome
+    until the purge. Only rows still `sending` are touched: never one the sweep already closed."""
+    ids = [event.id for event, _result, _at in outcomes]
+    if target == "global":
+        now = timezone.now()
+        by_outcome: dict[tuple[str, str], list[uuid.UUID]] = {}
+        for event, result, _at in outcomes:
+            state = EventState.DELIVERED if result.delivered else EventState.FAILED
+            by_outcome.setdefault((state, result.error_message[:255]), []).append(event.id)
+        for (state, reason), group in by_outcome.items():
+            WebhookEvent.objects.filter(pk__in=group, state=EventState.SENDING).update(
+                state=state, state_reason=reason, finished_at=now
+            )
+        return
+    if resolved.log_directory_id is None:
+        _delete_sending(ids)  # one statement, atomic by itself: no transaction round trips
+        return
+    with transaction.atomic():
+        closed = set(_delete_sending(ids))
+        # Read again after the attempts: logging switched off meanwhile means nothing may be kept.
+        directory = webhook_target_get(directory_id=resolved.log_directory_id) if closed else None
+        if directory is not None and directory.log:
+            finished_at = timezone.now()
+            WebhookDelivery.objects.bulk_create(
+                [
+                    WebhookDelivery(
+                        directory_id=resolved.log_directory_id,
+                        event_id=event.id,
+                        event_type=event.event_type,
+                        endpoint=resolved.url,
+                        status_code=result.status_code,
+                        latency_ms=result.latency_ms,
+                        error_class=result.error_class,
+                        error_message=result.error_message[:500],
+                        response_excerpt=result.response_excerpt,
+                        payload=event.body,
+                        delivered=result.delivered,
+                        attempted_at=attempted_at,
+                        finished_at=finished_at,
+                    )
+                    for event, result, attempted_at in outcomes
+                    if event.id in closed
+                ]
+            )
+
+
+def _delete_sending(ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    """DELETE the rows among `ids` that are still `sending`; the ids actually deleted."""
+    if connection.vendor not in ("postgresql", "sqlite"):
+        rows = WebhookEvent.objects.filter(pk__in=ids, state=EventState.SENDING)
+        gone = list(rows.values_list("id", flat=True))
+        rows.delete()
+        return gone
+    table, c = _columns()
+    pk = WebhookEvent._meta.pk
+    marks = ", ".join(["%s"] * len(ids))
+    sql = f"DELETE FROM {table} WHERE {c['id']} IN ({marks}) AND {c['state']} = %s RETURNING {c['id']}"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*(pk.get_db_prep_value(i, connection) for i in ids), EventState.SENDING])
+        return [_as_uuid(row[0]) for row in cursor.fetchall()]
+
+
+def _release(events: list[_Claimed]) -> None:
+    """Claimed but never attempted: back to `pending`, to be claimed again (oldest first, as before)."""
+    WebhookEvent.objects.filter(pk__in=[e.id for e in events], state=EventState.SENDING).update(
+        state=EventState.PENDING, claimed_at=None
+    )
+
+
+def _record_drops(events: list[_Claimed], directory_id: uuid.UUID, target: str, reason: str) -> None:
+    """Record why events were not sent. A logging directory gets a `Dropped` entry per event in its
+    delivery log (and the outbox rows go). Otherwise the outbox rows stay `dropped` with the reason until
+    the purge, without the payload for directory events: with logging off no user data is kept."""
+    ids = [event.id for event in events]
+    with transaction.atomic():
+        directory = None
+        if target == "directory":
+            directory = Directory.objects.filter(pk=directory_id, log_webhook_events=True).first()
+        if directory is not None:
+            closed = set(_delete_sending(ids))
+            now = timezone.now()
+            WebhookDelivery.objects.bulk_create(
+                [
+                    WebhookDelivery(
+                        directory=directory,
+                        event_id=event.id,
+                        event_type=event.event_type,
+                        endpoint=directory.webhook_url,
+                        error_class="Dropped",
+                        error_message=f"not sent: {reason}",
+                        payload=event.body,
+                        delivered=False,
+                        attempted_at=now,
+                        finished_at=now,
+                    )
+                    for event in events
+                    if event.id in closed
+                ]
+            )
+            return
+        changes: dict[str, Any] = {
+            "state": EventState.DROPPED,
+            "state_reason": reason[:255],
+            "finished_at": timezone.now(),
+        }
+        if target == "directory":
+            changes["body"] = ""
+        WebhookEvent.objects.filter(pk__in=ids, state=EventState.SENDING).update(**changes)

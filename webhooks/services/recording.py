@@ -1,0 +1,119 @@
+"""Recording webhook events in the outbox, in the caller's transaction, and asking for delivery after
+commit: one kick per (directory, target) per transaction, not one per event (SPEC §5)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from directories.models import Directory
+from webhooks import dispatch
+from webhooks.models import WebhookEvent
+
+logger = logging.getLogger("roster.webhooks")
+
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def event_payload(
+    *, directory: Directory, event_type: str, data: dict[str, Any], event_id: uuid.UUID | None = None
+) -> dict[str, Any]:
+    return {
+        "id": str(event_id or uuid.uuid4()),
+        "event": event_type,
+        "created_at": _iso(datetime.now(UTC)),
+        "directory_id": str(directory.id),
+        "tenant": directory.tenant,
+        "product": directory.product,
+        "data": data,
+    }
+
+
+class _Kick:
+    """The after-commit callback: `dispatch.kick` for one (directory, target). A class rather than a
+    partial so a transaction that records events twice can find the kick it already registered."""
+
+    __slots__ = ("directory_id", "target")
+
+    def __init__(self, directory_id: uuid.UUID, target: str) -> None:
+        self.directory_id = directory_id
+        self.target = target
+
+    def __call__(self) -> None:
+        dispatch.kick(self.directory_id, self.target)
+
+
+def _kick_after_commit(directory_id: uuid.UUID, target: str) -> None:
+    connection = transaction.get_connection()
+    if connection.in_atomic_block:
+        # One kick per transaction and key: a drain claims every pending event of the key, so a second
+        # kick would only cost a second broker round trip. Relying on a kick registered earlier in this
+        # transaction is safe even across savepoints: Django discards it only when a savepoint that was
+        # open when it was registered rolls back, and that savepoint is still open now (released ones can
+        # no longer roll back), so the same rollback discards the rows recorded here too.
+        for entry in connection.run_on_commit:
+            func = entry[1]
+            if isinstance(func, _Kick) and func.directory_id == directory_id and func.target == target:
+                return
+    transaction.on_commit(_Kick(directory_id, target))
+
+
+def _outbox_rows(directory: Directory, target: str, events: list[tuple[uuid.UUID, str, dict[str, Any]]]) -> None:
+    # Explicit created_at, one microsecond apart, so the events of one transaction are claimed in the order
+    # they were recorded (ties on created_at would fall back to the random id).
+    now = timezone.now()
+    WebhookEvent.objects.bulk_create(
+        [
+            WebhookEvent(
+                id=event_id,
+                directory_id=directory.id,
+                event_type=payload["event"],
+                target=target,
+                body=orjson.dumps(payload).decode(),
+                created_at=now + i * _MICROSECOND,
+            )
+            for i, (event_id, _type, payload) in enumerate(events)
+        ]
+    )
+    _kick_after_commit(directory.id, target)
+
+
+def events_record(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Record a batch of (event_type, data) for one directory; returns the SPEC §5 payloads.
+
+    Must run inside the transaction that makes the change. Rows are written only when the
+    directory has a webhook; delivery is asked for after commit.
+    """
+    recorded = []
+    for event_type, data in events:
+        event_id = uuid.uuid4()
+        payload = event_payload(directory=directory, event_type=event_type, data=data, event_id=event_id)
+        recorded.append((event_id, event_type, payload))
+    if recorded and directory.has_webhook:
+        _outbox_rows(directory, "directory", recorded)
+    return [payload for _id, _type, payload in recorded]
+
+
+def event_record(*, directory: Directory, event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+    return events_record(directory=directory, events=[(event_type, data)])[0]
+
+
+def directory_event_record(*, directory: Directory, event_type: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """Record a dsync.* event for the global WEBHOOK_URL receiver, when one is configured."""
+    if not settings.WEBHOOK_URL:
+        return None
+    event_id = uuid.uuid4()
+    payload = event_payload(directory=directory, event_type=event_type, data=data, event_id=event_id)
+    _outbox_rows(directory, "global", [(event_id, event_type, payload)])
+    return payload

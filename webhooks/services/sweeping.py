@@ -1,0 +1,120 @@
+"""The sweep (events a broker or worker outage left behind) and the purge (log retention), SPEC §5."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from directories.models import Directory
+from webhooks import dispatch
+from webhooks.models import EventState, WebhookDelivery, WebhookEvent
+from webhooks.services.delivery import sending_stale_after
+
+logger = logging.getLogger("roster.webhooks")
+
+# An event still pending this long after commit missed its drain (broker down, process killed):
+# long enough that the normal after-commit kick has certainly been acted on first.
+SWEEP_PENDING_AGE = timedelta(seconds=15)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    enqueued: int  # pending events whose directory's drain was asked for (or is already running)
+    worker_lost: int
+
+
+def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 5000) -> SweepResult:
+    """Ask for a drain of every directory with events committed but never attempted, and fail those
+    whose worker died.
+
+    Safe to run often and concurrently: a drain asked for twice is harmless because each event is
+    claimed once.
+    """
+    now = timezone.now()
+    lost = 0
+    stale = list(
+        WebhookEvent.objects.filter(state=EventState.SENDING, claimed_at__lt=now - sending_stale_after()).values_list(
+            "id", flat=True
+        )[:limit]
+    )
+    for event_id in stale:
+        lost += _event_worker_lost(event_id)
+    # One drain per (directory, target), oldest first: a drain takes all of its key's pending events.
+    keys = list(
+        WebhookEvent.objects.filter(state=EventState.PENDING, created_at__lte=now - pending_age)
+        .values_list("directory_id", "target")
+        .annotate(events=Count("id"))
+        .order_by("directory_id", "target")[:limit]
+    )
+    handed = dispatch.kick_many([(directory_id, target) for directory_id, target, _n in keys]) if keys else 0
+    enqueued = sum(n for _d, _t, n in keys[:handed])
+    if keys or lost:
+        logger.info(
+            "webhook sweep: %d pending event(s) of %d of %d directories handed to a drain, %d marked worker lost",
+            enqueued,
+            handed,
+            len(keys),
+            lost,
+        )
+    return SweepResult(enqueued=enqueued, worker_lost=lost)
+
+
+def _event_worker_lost(event_id: uuid.UUID) -> int:
+    """`sending` -> `failed` ("worker lost"): the attempt's outcome is unknown, and it is not retried
+    because the receiver may well have got it (SPEC §5: a failed delivery is never retried)."""
+    reason = "worker lost: the attempt was interrupted and its outcome is unknown"
+    with transaction.atomic():
+        # Conditional update, so a sweep racing a slow-but-alive worker's finish changes nothing twice.
+        if not WebhookEvent.objects.filter(
+            pk=event_id, state=EventState.SENDING, claimed_at__lt=timezone.now() - sending_stale_after()
+        ).update(state=EventState.FAILED, state_reason=reason, finished_at=timezone.now()):
+            return 0
+        event = WebhookEvent.objects.get(pk=event_id)
+        logger.warning("webhook event %s (%s) failed: worker lost", event.id, event.event_type)
+        directory = (
+            Directory.objects.filter(pk=event.directory_id, log_webhook_events=True).first()
+            if event.target == "directory"
+            else None
+        )
+        if directory is not None:
+            WebhookDelivery.objects.create(
+                directory=directory,
+                event_id=event.id,
+                event_type=event.event_type,
+                endpoint=directory.webhook_url,
+                error_class="WorkerLost",
+                error_message=reason,
+                payload=event.body,
+                delivered=False,
+                attempted_at=event.claimed_at,
+                finished_at=timezone.now(),
+            )
+        if event.target == "directory":
+            event.delete()  # recorded in the log (or, with logging off, nothing is kept)
+    return 1
+
+
+@dataclass(frozen=True)
+class PurgeResult:
+    deliveries: int
+    events: int
+
+
+def deliveries_purge(*, now: datetime | None = None) -> PurgeResult:
+    """Delete delivery-log entries older than WEBHOOK_LOG_RETENTION_DAYS, any left by a directory that
+    has since switched logging off, and finished outbox rows past the same age."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.WEBHOOK_LOG_RETENTION_DAYS)
+    deliveries, _ = WebhookDelivery.objects.filter(created_at__lt=cutoff).delete()
+    off, _ = WebhookDelivery.objects.filter(directory__log_webhook_events=False).delete()
+    events, _ = WebhookEvent.objects.filter(
+        state__in=[EventState.DELIVERED, EventState.FAILED, EventState.DROPPED], finished_at__lt=cutoff
+    ).delete()
+    return PurgeResult(deliveries=deliveries + off, events=events)

@@ -27,13 +27,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from directories.models import Directory
 from webhooks import transport
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.selectors import webhook_target_get
+from webhooks.services.outbox import Claimed, as_uuid, claim_batch, claim_one, delete_sending, release
 from webhooks.signing import SIGNATURE_HEADER, signature_header
 
 logger = logging.getLogger("roster.webhooks")
@@ -50,13 +51,6 @@ def sending_stale_after() -> timedelta:
     """A `sending` event older than this cannot have a live attempt behind it (see CLAIM_HOLD, and the
     drain task's time limit in webhooks.tasks)."""
     return timedelta(seconds=float(settings.WEBHOOK_TIMEOUT) + 90)
-
-
-@dataclass(frozen=True, slots=True)
-class _Claimed:
-    id: uuid.UUID
-    event_type: str
-    body: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,146 +82,6 @@ class BatchResult:
         self.sending_seconds += other.sending_seconds
 
 
-# --- claiming -----------------------------------------------------------------------------------
-
-
-_names: dict[str, tuple[str, dict[str, str]]] = {}
-
-
-def _columns() -> tuple[str, dict[str, str]]:
-    """The outbox table's quoted name and column names, for the hand-written statements below."""
-    names = _names.get(connection.vendor)
-    if names is None:
-        meta = WebhookEvent._meta
-        quote = connection.ops.quote_name
-        names = _names[connection.vendor] = (
-            quote(meta.db_table),
-            {f.name: quote(f.column) for f in meta.concrete_fields},
-        )
-    return names
-
-
-_claim_sql: dict[str, str] = {}
-
-
-def _batch_claim_sql() -> str:
-    """The batch claim for this database. Identifiers come from the model and are quoted; every value
-    is a parameter: state `sending`, claimed_at, directory_id, target, state `pending`, limit, state
-    `pending`."""
-    sql = _claim_sql.get(connection.vendor)
-    if sql is None:
-        table, c = _columns()
-        pick = (
-            f"SELECT {c['id']} FROM {table} "  # noqa: S608
-            f"WHERE {c['directory_id']} = %s AND {c['target']} = %s AND {c['state']} = %s "
-            f"ORDER BY {c['created_at']}, {c['id']} LIMIT %s"
-        )
-        returned = ("id", "event_type", "body", "created_at")
-        if connection.vendor == "postgresql":
-            # The pick must run once. As `id IN (subquery)` PostgreSQL may run it again for every row
-            # it scans, and FOR UPDATE skips the rows this very statement already updated, so each run
-            # yields the next rows and one claim takes far more than its LIMIT (seen on a table the
-            # planner has no statistics for). A CTE with FOR UPDATE is evaluated exactly once.
-            sql = (
-                f"WITH picked AS MATERIALIZED ({pick} FOR UPDATE SKIP LOCKED) "  # noqa: S608
-                f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s FROM picked "
-                f"WHERE {table}.{c['id']} = picked.{c['id']} AND {table}.{c['state']} = %s "
-                f"RETURNING {', '.join(f'{table}.{c[f]}' for f in returned)}"
-            )
-        else:
-            # SQLite: one writer at a time, and the statement runs under the write lock; the outer
-            # condition on `state` is what makes the claim exclusive.
-            sql = (
-                f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s "  # noqa: S608
-                f"WHERE {c['id']} IN ({pick}) AND {c['state']} = %s "
-                f"RETURNING {', '.join(c[f] for f in returned)}"
-            )
-        _claim_sql[connection.vendor] = sql
-    return sql
-
-
-def _batch_claim_params(claimed_at: Any, directory_id: uuid.UUID, target: str, limit: int) -> list[Any]:
-    meta = WebhookEvent._meta
-    claim = [EventState.SENDING, meta.get_field("claimed_at").get_db_prep_value(claimed_at, connection)]
-    pick = [
-        meta.get_field("directory_id").get_db_prep_value(directory_id, connection),
-        target,
-        EventState.PENDING,
-        limit,
-    ]
-    if connection.vendor == "postgresql":
-        return [*pick, *claim, EventState.PENDING]
-    return [*claim, *pick, EventState.PENDING]
-
-
-def _as_uuid(value: Any) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-
-
-def _claim_batch(directory_id: uuid.UUID, target: str, limit: int) -> list[_Claimed]:
-    """Up to `limit` pending events of one directory and target, oldest first, now `sending` and ours."""
-    claimed_at = timezone.now()
-    if connection.vendor not in ("postgresql", "sqlite"):
-        return _claim_generic(
-            WebhookEvent.objects.filter(directory_id=directory_id, target=target, state=EventState.PENDING)
-            .order_by("created_at", "id")
-            .values_list("id", flat=True)[:limit],
-            claimed_at,
-        )
-    params = _batch_claim_params(claimed_at, directory_id, target, limit)
-    with connection.cursor() as cursor:
-        cursor.execute(_batch_claim_sql(), params)
-        rows = cursor.fetchall()
-    # RETURNING gives no order; sort as the claim did. (created_at compares as datetimes on PostgreSQL
-    # and as fixed-format text on SQLite; the id tie-break compares the same way as in SQL.)
-    rows.sort(key=lambda row: (row[3], row[0]))
-    return [_Claimed(_as_uuid(row[0]), row[1], row[2]) for row in rows]
-
-
-def _claim_one(event_id: uuid.UUID) -> tuple[_Claimed, uuid.UUID, str] | None:
-    """This one event, if it is still pending: (event, its directory id, its target)."""
-    claimed_at = timezone.now()
-    if connection.vendor not in ("postgresql", "sqlite"):
-        if not WebhookEvent.objects.filter(pk=event_id, state=EventState.PENDING).update(
-            state=EventState.SENDING, claimed_at=claimed_at
-        ):
-            return None
-        row = WebhookEvent.objects.values_list("id", "event_type", "body", "directory_id", "target").get(pk=event_id)
-    else:
-        meta = WebhookEvent._meta
-        table, c = _columns()
-        sql = (
-            f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s "  # noqa: S608
-            f"WHERE {c['id']} = %s AND {c['state']} = %s "
-            f"RETURNING {c['id']}, {c['event_type']}, {c['body']}, {c['directory_id']}, {c['target']}"
-        )
-        params = [
-            EventState.SENDING,
-            meta.get_field("claimed_at").get_db_prep_value(claimed_at, connection),
-            meta.pk.get_db_prep_value(event_id, connection),
-            EventState.PENDING,
-        ]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            row = cursor.fetchone()
-        if row is None:
-            return None
-    return _Claimed(_as_uuid(row[0]), row[1], row[2]), _as_uuid(row[3]), row[4]
-
-
-def _claim_generic(event_ids: Any, claimed_at: Any) -> list[_Claimed]:
-    """Databases without UPDATE ... RETURNING: one conditional UPDATE per event, then read them."""
-    won = [
-        event_id
-        for event_id in list(event_ids)
-        if WebhookEvent.objects.filter(pk=event_id, state=EventState.PENDING).update(
-            state=EventState.SENDING, claimed_at=claimed_at
-        )
-    ]
-    rows = WebhookEvent.objects.filter(pk__in=won).order_by("created_at", "id").values_list("id", "event_type", "body")
-    return [_Claimed(*row) for row in rows]
-
-
 # --- delivering -----------------------------------------------------------------------------------
 
 
@@ -246,8 +100,8 @@ def events_batch_deliver(
     so a drain past its budget still makes progress. `should_stop()` (a worker shutting down) ends it
     before the next attempt, the first included. The events not attempted go back to `pending`.
     """
-    directory_id = _as_uuid(directory_id)
-    events = _claim_batch(directory_id, target, BATCH_SIZE if limit is None else limit)
+    directory_id = as_uuid(directory_id)
+    events = claim_batch(directory_id, target, BATCH_SIZE if limit is None else limit)
     if not events:
         return BatchResult()
     return _deliver_claimed(events, directory_id, target, stop_at, should_stop)
@@ -261,7 +115,7 @@ def event_deliver(*, event_id: uuid.UUID | str) -> str | None:
         event_id = uuid.UUID(str(event_id))
     except ValueError:
         return None
-    claimed = _claim_one(event_id)
+    claimed = claim_one(event_id)
     if claimed is None:
         return None
     event, directory_id, target = claimed
@@ -290,7 +144,7 @@ def _resolve_target(directory_id: uuid.UUID, target: str) -> _Target | str:
 
 
 def _deliver_claimed(
-    events: list[_Claimed],
+    events: list[Claimed],
     directory_id: uuid.UUID,
     target: str,
     stop_at: float | None,
@@ -309,7 +163,7 @@ def _deliver_claimed(
     logging_on = resolved.log_directory_id is not None
     if not resolved.secret:
         logger.warning("webhook events of directory %s sent unsigned: WEBHOOK_SECRET is not set", directory_id)
-    outcomes: list[tuple[_Claimed, transport.AttemptResult, Any]] = []
+    outcomes: list[tuple[Claimed, transport.AttemptResult, Any]] = []
     in_attempt = False
     started = time.monotonic()
     try:
@@ -355,7 +209,7 @@ def _deliver_claimed(
                 _finish(outcomes, resolved, target)
         finally:
             if unattempted:
-                _release(unattempted)
+                release(unattempted)
     delivered = sum(1 for _e, result, _a in outcomes if result.delivered)
     return BatchResult(
         claimed=len(events),
@@ -366,7 +220,7 @@ def _deliver_claimed(
     )
 
 
-def _finish(outcomes: list[tuple[_Claimed, transport.AttemptResult, Any]], resolved: _Target, target: str) -> None:
+def _finish(outcomes: list[tuple[Claimed, transport.AttemptResult, Any]], resolved: _Target, target: str) -> None:
     """Close the outbox rows of a batch. A directory event's record is the delivery log (or nothing, with
     logging off), so its row goes; a global event has no directory log, so its row keeps the outcome
     until the purge. Only rows still `sending` are touched: never one the sweep already closed."""
@@ -383,10 +237,10 @@ def _finish(outcomes: list[tuple[_Claimed, transport.AttemptResult, Any]], resol
             )
         return
     if resolved.log_directory_id is None:
-        _delete_sending(ids)  # one statement, atomic by itself: no transaction round trips
+        delete_sending(ids)  # one statement, atomic by itself: no transaction round trips
         return
     with transaction.atomic():
-        closed = set(_delete_sending(ids))
+        closed = set(delete_sending(ids))
         # Read again after the attempts: logging switched off meanwhile means nothing may be kept.
         directory = webhook_target_get(directory_id=resolved.log_directory_id) if closed else None
         if directory is not None and directory.log:
@@ -414,30 +268,7 @@ def _finish(outcomes: list[tuple[_Claimed, transport.AttemptResult, Any]], resol
             )
 
 
-def _delete_sending(ids: list[uuid.UUID]) -> list[uuid.UUID]:
-    """DELETE the rows among `ids` that are still `sending`; the ids actually deleted."""
-    if connection.vendor not in ("postgresql", "sqlite"):
-        rows = WebhookEvent.objects.filter(pk__in=ids, state=EventState.SENDING)
-        gone = list(rows.values_list("id", flat=True))
-        rows.delete()
-        return gone
-    table, c = _columns()
-    pk = WebhookEvent._meta.pk
-    marks = ", ".join(["%s"] * len(ids))
-    sql = f"DELETE FROM {table} WHERE {c['id']} IN ({marks}) AND {c['state']} = %s RETURNING {c['id']}"  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*(pk.get_db_prep_value(i, connection) for i in ids), EventState.SENDING])
-        return [_as_uuid(row[0]) for row in cursor.fetchall()]
-
-
-def _release(events: list[_Claimed]) -> None:
-    """Claimed but never attempted: back to `pending`, to be claimed again (oldest first, as before)."""
-    WebhookEvent.objects.filter(pk__in=[e.id for e in events], state=EventState.SENDING).update(
-        state=EventState.PENDING, claimed_at=None
-    )
-
-
-def _record_drops(events: list[_Claimed], directory_id: uuid.UUID, target: str, reason: str) -> None:
+def _record_drops(events: list[Claimed], directory_id: uuid.UUID, target: str, reason: str) -> None:
     """Record why events were not sent. A logging directory gets a `Dropped` entry per event in its
     delivery log (and the outbox rows go). Otherwise the outbox rows stay `dropped` with the reason until
     the purge, without the payload for directory events: with logging off no user data is kept."""
@@ -447,7 +278,7 @@ def _record_drops(events: list[_Claimed], directory_id: uuid.UUID, target: str, 
         if target == "directory":
             directory = Directory.objects.filter(pk=directory_id, log_webhook_events=True).first()
         if directory is not None:
-            closed = set(_delete_sending(ids))
+            closed = set(delete_sending(ids))
             now = timezone.now()
             WebhookDelivery.objects.bulk_create(
                 [

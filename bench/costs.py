@@ -14,7 +14,7 @@ edited), to price a fix before anyone writes it:
 
 - baseline         production settings as they are
 - no_health_check  CONN_HEALTH_CHECKS off: no `SELECT 1` before the first query of each request
-- no_publish       webhooks.dispatch.enqueue does nothing (the cost of one Celery publish per event)
+- no_publish       webhooks.dispatch.kick does nothing (the after-commit kick of the webhook drain)
 - lean_middleware  only SecurityMiddleware + CommonMiddleware (SCIM uses no session, auth, CSRF,
                    messages or static files)
 - all              the three together
@@ -54,9 +54,9 @@ class Harness:
         on = {variant} if variant != "all" else set(VARIANTS)
         connection.settings_dict["CONN_HEALTH_CHECKS"] = "no_health_check" not in on
         connection.health_check_enabled = "no_health_check" not in on  # read at connect(); set it now too
-        self._enqueue = webhooks.dispatch.enqueue
+        self._kick = webhooks.dispatch.kick
         if "no_publish" in on:
-            webhooks.dispatch.enqueue = lambda event_id: None
+            webhooks.dispatch.kick = lambda directory_id, target: None
         middleware = list(settings.MIDDLEWARE)
         if "lean_middleware" in on:
             settings.MIDDLEWARE = [
@@ -86,7 +86,7 @@ class Harness:
     def restore(self) -> None:
         import webhooks.dispatch
 
-        webhooks.dispatch.enqueue = self._enqueue
+        webhooks.dispatch.kick = self._kick
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[str, bytes]:
         data = json.dumps(body).encode() if body is not None else b""

@@ -157,6 +157,19 @@ class RowWriter(Generic[M]):
         return chosen
 
     def insert(self, obj: M, *, alias: str = "default") -> None:
+        sql, values = self.insert_sql(obj, alias=alias)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(sql, values)
+        self._saved(obj, alias)
+
+    def _saved(self, obj: M, alias: str) -> None:
+        obj._state.adding = False
+        obj._state.db = alias
+
+    def insert_sql(self, obj: M, *, alias: str = "default") -> tuple[str, list[Any]]:
+        """The INSERT of `obj` and its parameters, not executed: for a caller that combines it with
+        other statements into one (`WITH a AS (<insert>) …`, see `statement_run`). Runs `pre_save`, so
+        the instance's auto timestamps are set as soon as this returns."""
         connection = connections[alias]
         fields = self._fields(None)
         key = (alias, ("*insert*",))
@@ -167,10 +180,34 @@ class RowWriter(Generic[M]):
             marks = ", ".join(["%s"] * len(fields))
             sql = self._sql[key] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608
         values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, values)
-        obj._state.adding = False
-        obj._state.db = alias
+        self._saved(obj, alias)
+        return sql, values
+
+    def insert_select_sql(
+        self, rows: list[tuple[Any, M]], *, where: str, key_type: str = "uuid", alias: str = "default"
+    ) -> tuple[str, list[Any]]:
+        """An INSERT of some of `rows` (each a (key, instance) pair), decided by the database:
+        `INSERT INTO t (…) SELECT … FROM (VALUES (key, …), …) AS v WHERE <where>`, where `{key}` in
+        `where` stands for the row's key. With it, one statement can insert e.g. the webhook event of
+        each membership that another part of the same statement really added. Every value is cast to
+        its column's type, since a VALUES list cannot infer it from the target table."""
+        connection = connections[alias]
+        fields = self._fields(None)
+        quote = connection.ops.quote_name
+        names = [f"c{i}" for i in range(len(fields))]
+        casts = ", ".join([f"CAST(%s AS {key_type})"] + [f"CAST(%s AS {f.cast_db_type(connection)})" for f in fields])
+        params: list[Any] = []
+        for key, obj in rows:
+            params.append(key)
+            params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+            self._saved(obj, alias)
+        values = ", ".join([f"({casts})"] * len(rows))
+        sql = (
+            f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "  # noqa: S608
+            f"SELECT {', '.join(f'v.{n}' for n in names)} FROM (VALUES {values}) AS v(k, {', '.join(names)}) "
+            f"WHERE {where.replace('{key}', 'v.k')}"
+        )
+        return sql, params
 
     def update(self, obj: M, names: list[str], *, alias: str = "default") -> None:
         connection = connections[alias]
@@ -186,3 +223,29 @@ class RowWriter(Generic[M]):
         values.append(self.model._meta.pk.get_db_prep_value(obj.pk, connection))
         with connection.cursor() as cursor:
             cursor.execute(sql, values)
+
+    def update_sql(self, obj: M, names: list[str], *, where: str, alias: str = "default") -> tuple[str, list[Any]]:
+        """`UPDATE t SET … WHERE pk = %s AND <where>` and its parameters (the values of `obj` first, then
+        its pk; the caller appends the parameters of `where`), not executed. `where` is the optimistic
+        check of a write made without a row lock: the update touches nothing if the row changed since
+        it was read."""
+        connection = connections[alias]
+        fields = self._fields(tuple(names))
+        quote = connection.ops.quote_name
+        sets = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+        table = quote(self.model._meta.db_table)
+        pk = quote(self.model._meta.pk.column)
+        values = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in fields]
+        values.append(self.model._meta.pk.get_db_prep_value(obj.pk, connection))
+        return f"UPDATE {table} SET {sets} WHERE {pk} = %s AND ({where})", values  # noqa: S608
+
+
+def statement_run(sql: str, params: list[Any], *, alias: str = "default") -> list[tuple[Any, ...]]:
+    """Run one statement outside any transaction, so that it is a transaction of its own, and return its
+    rows: one round trip, where an atomic block costs BEGIN, its statements and COMMIT one each."""
+    connection = connections[alias]
+    if connection.in_atomic_block:
+        raise RuntimeError("statement_run is for autocommit mode; inside a transaction use the ORM")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []

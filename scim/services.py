@@ -23,6 +23,7 @@ from django.utils import timezone
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.rendering import group_data, user_data
 from directories.rows import RowWriter
+from scim import statements
 from scim.documents import (
     MemberPlan,
     group_finalize,
@@ -56,6 +57,8 @@ def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser,
     raw, columns = user_finalize(require_object(body), user_id, default_active=True)
     user = DirectoryUser(id=user_id, directory=directory, raw=raw, **columns.as_dict())
     try:
+        if statements.enabled():
+            return user, statements.user_create(directory=directory, user=user)
         with transaction.atomic():
             _users.insert(user)
             events = events_record(directory=directory, events=[("user.created", user_data(user))])
@@ -64,22 +67,42 @@ def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser,
     return user, events
 
 
+def _user_apply(user: DirectoryUser, build: Any) -> list[str] | None:
+    """Set the new document `build(user)` on `user`; the columns to write, or None when nothing changed."""
+    raw, columns = user_finalize(build(user), user.id)
+    new_values = columns.as_dict()
+    changed = [f for f, v in new_values.items() if getattr(user, f) != v]
+    if raw == user.raw and not changed:
+        return None  # nothing changed: no write, no event (issue 3 §9)
+    for name, value in new_values.items():
+        setattr(user, name, value)
+    user.raw = raw
+    return [*new_values, "raw"]
+
+
 def _user_write(*, directory: Directory, user_id: Any, build: Any) -> tuple[DirectoryUser, Events]:
-    """Lock the user, compute its new document with `build(user)`, write it if it changed."""
+    """Compute the user's new document with `build(user)` and write it if it changed: in one statement
+    conditional on the row being unchanged (PostgreSQL), else, or when it changed, under its row lock."""
     try:
+        if statements.enabled():
+            user = scim_user_get(directory=directory, user_id=user_id)
+            if user is None:
+                raise not_found("User")
+            read_at = user.updated_at
+            names = _user_apply(user, build)
+            if names is None:
+                return user, []
+            events = statements.user_update(directory=directory, user=user, names=names, read_at=read_at)
+            if events is not None:
+                return user, events
         with transaction.atomic():
             user = scim_user_get(directory=directory, user_id=user_id, for_update=True)
             if user is None:
                 raise not_found("User")
-            raw, columns = user_finalize(build(user), user.id)
-            new_values = columns.as_dict()
-            changed = [f for f, v in new_values.items() if getattr(user, f) != v]
-            if raw == user.raw and not changed:
-                return user, []  # nothing changed: no write, no event (issue 3 §9)
-            for name, value in new_values.items():
-                setattr(user, name, value)
-            user.raw = raw
-            _users.update(user, [*new_values, "raw"])
+            names = _user_apply(user, build)
+            if names is None:
+                return user, []
+            _users.update(user, names)
             events = events_record(directory=directory, events=[("user.updated", user_data(user))])
     except IntegrityError:
         raise _conflict("A user with this userName") from None
@@ -104,6 +127,13 @@ def scim_user_patch(*, directory: Directory, user_id: Any, body: Any) -> tuple[D
 
 
 def scim_user_delete(*, directory: Directory, user_id: Any) -> Events:
+    if statements.enabled():
+        user = scim_user_get(directory=directory, user_id=user_id)
+        if user is None:
+            raise not_found("User")
+        events = statements.user_delete(directory=directory, user=user)
+        if events is not None:
+            return events
     with transaction.atomic():
         user = scim_user_get(directory=directory, user_id=user_id, for_delete=True)
         if user is None:
@@ -271,6 +301,31 @@ def scim_group_create(*, directory: Directory, body: Any) -> tuple[DirectoryGrou
     return group, events
 
 
+def _group_members_add_fast(*, directory: Directory, group_id: Any, build: Any) -> tuple[DirectoryGroup, Events] | None:
+    """PostgreSQL, a write that only adds members (Okta sends one PATCH per member): one statement,
+    see scim.statements.group_members_add. None when the request does not qualify or the group changed
+    meanwhile; the caller then takes the locked path."""
+    group = scim_group_get(directory=directory, group_id=group_id)
+    if group is None:
+        raise not_found("Group")
+    doc, plan = build(group)
+    raw, columns = group_finalize(doc, group.id)
+    if raw != group.raw or any(getattr(group, f) != v for f, v in columns.items()):
+        return None
+    if plan.empty:
+        return group, []
+    if plan.replace_with is not None or plan.remove or len(plan.add) > CHUNK:
+        return None
+    user_ids = list(dict.fromkeys(plan.add))
+    users = scim_directory_users_by_id(directory=directory, user_ids=user_ids)
+    missing = [str(i) for i in user_ids if i not in users]
+    if missing:
+        shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
+        raise invalid_value(f"Not a user of this directory: {shown}.")
+    events = statements.group_members_add(directory=directory, group=group, users=users, user_ids=user_ids)
+    return None if events is None else (group, events)
+
+
 def _group_write(*, directory: Directory, group_id: Any, build: Any) -> tuple[DirectoryGroup, Events]:
     try:
         with transaction.atomic():
@@ -316,7 +371,17 @@ def scim_group_replace(*, directory: Directory, group_id: Any, body: Any) -> tup
 
 def scim_group_patch(*, directory: Directory, group_id: Any, body: Any) -> tuple[DirectoryGroup, Events]:
     operations = patch_operations(body)
-    return _group_write(directory=directory, group_id=group_id, build=lambda group: group_patch(group.raw, operations))
+
+    def build(group: DirectoryGroup) -> tuple[dict[str, Any], MemberPlan]:
+        return group_patch(group.raw, operations)
+
+    if statements.enabled() and all(
+        op == "add" and (path or "").strip().lower() == "members" for op, path, *_ in operations
+    ):
+        done = _group_members_add_fast(directory=directory, group_id=group_id, build=build)
+        if done is not None:
+            return done
+    return _group_write(directory=directory, group_id=group_id, build=build)
 
 
 def scim_group_delete(*, directory: Directory, group_id: Any) -> Events:

@@ -70,6 +70,8 @@ def test_query_counts_do_not_grow_with_directory_or_group_size(scim_hooked: Scim
     large = _counts(scim_hooked, group["id"], user["id"])
     assert small == large
     # Budgets (the test database wraps each write in a savepoint: +2 statements per transaction).
+    # (The single-statement writes of PostgreSQL run outside transactions only; tests/scim/test_statements.py
+    # counts those.)
     budgets = {
         "create user": 5,
         "get user": 1 + 1,

@@ -15,7 +15,14 @@ from webhooks.services.delivery import (
     events_batch_deliver,
     sending_stale_after,
 )
-from webhooks.services.recording import directory_event_record, event_payload, event_record, events_record
+from webhooks.services.recording import (
+    PreparedEvents,
+    directory_event_record,
+    event_payload,
+    event_record,
+    events_prepare,
+    events_record,
+)
 from webhooks.services.sweeping import (
     SWEEP_PENDING_AGE,
     PurgeResult,
@@ -29,6 +36,7 @@ __all__ = [
     "CLAIM_HOLD",
     "SWEEP_PENDING_AGE",
     "BatchResult",
+    "PreparedEvents",
     "PurgeResult",
     "SweepResult",
     "deliveries_purge",
@@ -37,6 +45,7 @@ __all__ = [
     "event_payload",
     "event_record",
     "events_batch_deliver",
+    "events_prepare",
     "events_record",
     "events_sweep",
     "sending_stale_after",

@@ -69,24 +69,58 @@ def _kick_after_commit(directory_id: uuid.UUID, target: str) -> None:
     transaction.on_commit(_Kick(directory_id, target))
 
 
-def _outbox_rows(directory: Directory, target: str, events: list[tuple[uuid.UUID, str, dict[str, Any]]]) -> None:
+def _outbox_events(
+    directory: Directory, target: str, events: list[tuple[uuid.UUID, str, dict[str, Any]]]
+) -> list[WebhookEvent]:
     # Explicit created_at, one microsecond apart, so the events of one transaction are claimed in the order
     # they were recorded (ties on created_at would fall back to the random id).
     now = timezone.now()
-    WebhookEvent.objects.bulk_create(
-        [
-            WebhookEvent(
-                id=event_id,
-                directory_id=directory.id,
-                event_type=payload["event"],
-                target=target,
-                body=orjson.dumps(payload).decode(),
-                created_at=now + i * _MICROSECOND,
-            )
-            for i, (event_id, _type, payload) in enumerate(events)
-        ]
-    )
+    return [
+        WebhookEvent(
+            id=event_id,
+            directory_id=directory.id,
+            event_type=payload["event"],
+            target=target,
+            body=orjson.dumps(payload).decode(),
+            created_at=now + i * _MICROSECOND,
+        )
+        for i, (event_id, _type, payload) in enumerate(events)
+    ]
+
+
+def _outbox_rows(directory: Directory, target: str, events: list[tuple[uuid.UUID, str, dict[str, Any]]]) -> None:
+    WebhookEvent.objects.bulk_create(_outbox_events(directory, target, events))
     _kick_after_commit(directory.id, target)
+
+
+class PreparedEvents:
+    """Events built but not yet written, for a service that writes them in the same SQL statement as its
+    change (directories.rows.statement_run): `rows` are the outbox rows to insert, in recording order
+    and parallel to `payloads` (empty when the directory has no webhook)."""
+
+    __slots__ = ("directory_id", "payloads", "rows")
+
+    def __init__(self, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> None:
+        recorded = []
+        for event_type, data in events:
+            event_id = uuid.uuid4()
+            payload = event_payload(directory=directory, event_type=event_type, data=data, event_id=event_id)
+            recorded.append((event_id, event_type, payload))
+        self.directory_id = directory.id
+        self.payloads = [payload for _id, _type, payload in recorded]
+        self.rows = _outbox_events(directory, "directory", recorded) if directory.has_webhook else []
+
+    def written(self, indexes: list[int] | None = None) -> list[dict[str, Any]]:
+        """Call once the statement that wrote the rows (all, or only those at `indexes`) has run: asks
+        for delivery after commit and returns the payloads of the events that exist."""
+        payloads = self.payloads if indexes is None else [self.payloads[i] for i in indexes]
+        if self.rows and payloads:
+            _kick_after_commit(self.directory_id, "directory")
+        return payloads
+
+
+def events_prepare(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> PreparedEvents:
+    return PreparedEvents(directory, events)
 
 
 def events_record(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -95,14 +129,10 @@ def events_record(*, directory: Directory, events: list[tuple[str, dict[str, Any
     Must run inside the transaction that makes the change. Rows are written only when the
     directory has a webhook; delivery is asked for after commit.
     """
-    recorded = []
-    for event_type, data in events:
-        event_id = uuid.uuid4()
-        payload = event_payload(directory=directory, event_type=event_type, data=data, event_id=event_id)
-        recorded.append((event_id, event_type, payload))
-    if recorded and directory.has_webhook:
-        _outbox_rows(directory, "directory", recorded)
-    return [payload for _id, _type, payload in recorded]
+    prepared = PreparedEvents(directory, events)
+    if prepared.rows:
+        WebhookEvent.objects.bulk_create(prepared.rows)
+    return prepared.written()
 
 
 def event_record(*, directory: Directory, event_type: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,276 @@
+"""The single-statement SCIM writes of PostgreSQL (scim/statements.py), as HTTP requests run them: outside
+any transaction. Each write is checked for its statement count, its stored rows, its outbox event and
+its fallback to the locked path when the row changed between the read and the write.
+
+On SQLite these skip (the locked path is the only one there); under CI=true the suite runs on
+PostgreSQL, where they must run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from scim import statements
+from scim.api import scim_request
+from tests.scim.conftest import Scim, group_body, user_body
+from webhooks import dispatch
+from webhooks.models import WebhookEvent
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _postgres_only() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the single-statement writes are PostgreSQL's (CI runs them)")
+
+
+@pytest.fixture
+def kicks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[uuid.UUID, str]]:
+    """Record the after-commit delivery kicks instead of delivering, so the outbox rows stay to be read."""
+    calls: list[tuple[uuid.UUID, str]] = []
+    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: calls.append((directory_id, target)))
+    return calls
+
+
+def _events(directory: Directory) -> list[tuple[str, dict[str, Any]]]:
+    rows = WebhookEvent.objects.filter(directory_id=directory.id).order_by("created_at", "id")
+    return [(row.event_type, orjson.loads(row.body)["data"]) for row in rows]
+
+
+def _meanwhile(monkeypatch: pytest.MonkeyPatch, name: str, change: Any) -> list[Any]:
+    """Make `statements.<name>` run `change(**kwargs)` first (another request's write landing between this
+    request's read and its statement); returns the list the real statement's results are appended to."""
+    real = getattr(statements, name)
+    outcomes: list[Any] = []
+
+    def wrapped(**kwargs: Any) -> Any:
+        change(**kwargs)
+        outcomes.append(real(**kwargs))
+        return outcomes[-1]
+
+    monkeypatch.setattr(statements, name, wrapped)
+    return outcomes
+
+
+def _count(operation: Any) -> tuple[Any, int]:
+    with CaptureQueriesContext(connection) as ctx:
+        result = operation()
+    return result, len(ctx.captured_queries)
+
+
+def test_user_create_is_authentication_plus_one_statement(scim_hooked: Scim, kicks: list) -> None:
+    (status, body), queries = _count(lambda: scim_hooked.post("/Users", user_body("ann@x.io", externalId="e1")))
+    assert status == 201
+    assert queries == 2  # the directory lookup, then the user and its event in one statement
+    user = DirectoryUser.objects.get(pk=body["id"])
+    assert (user.user_name, user.user_name_key, user.external_id, user.active) == ("ann@x.io", "ann@x.io", "e1", True)
+    assert user.created_at is not None and user.updated_at >= user.created_at
+    assert body["meta"]["created"].startswith(user.created_at.isoformat()[:19])
+    [(event_type, data)] = _events(scim_hooked.directory)
+    assert event_type == "user.created"
+    assert data["id"] == body["id"] and data["email"] == "ann@x.io"
+    assert kicks == [(scim_hooked.directory.id, "directory")]
+
+
+def test_duplicate_user_name_is_409_and_leaves_no_row_or_event(scim_hooked: Scim, kicks: list) -> None:
+    scim_hooked.post("/Users", user_body("bob@x.io"))
+    status, body = scim_hooked.post("/Users", user_body("BOB@x.io"))
+    assert status == 409 and body["scimType"] == "uniqueness"
+    assert DirectoryUser.objects.filter(directory=scim_hooked.directory).count() == 1
+    assert [t for t, _ in _events(scim_hooked.directory)] == ["user.created"]
+    assert len(kicks) == 1
+
+
+def test_user_create_without_webhook_writes_no_event(scim_a: Scim, kicks: list) -> None:
+    status, _ = scim_a.post("/Users", user_body("cy@x.io"))
+    assert status == 201
+    assert DirectoryUser.objects.filter(directory=scim_a.directory).count() == 1
+    assert _events(scim_a.directory) == [] and kicks == []
+
+
+def test_user_patch_is_read_plus_one_conditional_statement(scim_hooked: Scim, kicks: list) -> None:
+    _, created = scim_hooked.post("/Users", user_body("dee@x.io"))
+    before = DirectoryUser.objects.get(pk=created["id"]).updated_at
+    (status, body), queries = _count(
+        lambda: scim_hooked.ops(f"/Users/{created['id']}", {"op": "replace", "path": "active", "value": False})
+    )
+    assert status == 200 and body["active"] is False
+    assert queries == 3  # authenticate, read the user, update + event
+    user = DirectoryUser.objects.get(pk=created["id"])
+    assert user.active is False and user.raw["active"] is False and user.updated_at > before
+    assert [(t, d["active"]) for t, d in _events(scim_hooked.directory)] == [
+        ("user.created", True),
+        ("user.updated", False),
+    ]
+    # The same PATCH again changes nothing: no write, no event.
+    (status, _), queries = _count(
+        lambda: scim_hooked.ops(f"/Users/{created['id']}", {"op": "replace", "path": "active", "value": False})
+    )
+    assert status == 200 and queries == 2
+    assert len(_events(scim_hooked.directory)) == 2
+
+
+def test_user_update_with_a_stale_read_writes_nothing(scim_hooked: Scim, kicks: list) -> None:
+    _, created = scim_hooked.post("/Users", user_body("eve@x.io"))
+    user = DirectoryUser.objects.get(pk=created["id"])
+    stale = user.updated_at.replace(year=2000)
+    user.first_name = "Changed"
+    assert (
+        statements.user_update(directory=scim_hooked.directory, user=user, names=["first_name"], read_at=stale) is None
+    )
+    assert DirectoryUser.objects.get(pk=created["id"]).first_name == "Jane"
+    assert len(_events(scim_hooked.directory)) == 1
+
+
+def test_user_changed_between_read_and_write_is_redone_under_the_lock(
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, created = scim_hooked.post("/Users", user_body("fay@x.io"))
+    outcomes = _meanwhile(
+        monkeypatch,
+        "user_update",
+        lambda **kw: DirectoryUser.objects.filter(pk=created["id"]).update(
+            first_name="Other", updated_at=kw["read_at"].replace(year=2030)
+        ),
+    )
+    status, body = scim_hooked.ops(f"/Users/{created['id']}", {"op": "replace", "path": "title", "value": "Boss"})
+    assert status == 200 and body["title"] == "Boss"
+    assert outcomes == [None]
+    user = DirectoryUser.objects.get(pk=created["id"])
+    assert user.raw["title"] == "Boss"
+    assert [t for t, _ in _events(scim_hooked.directory)] == ["user.created", "user.updated"]  # one event, not two
+
+
+def test_user_delete_removes_memberships_and_records_the_event(scim_hooked: Scim, kicks: list) -> None:
+    _, user = scim_hooked.post("/Users", user_body("gus@x.io"))
+    _, group = scim_hooked.post("/Groups", group_body("G", members=[user["id"]]))
+    (status, _), queries = _count(lambda: scim_hooked.delete(f"/Users/{user['id']}"))
+    assert status == 204 and queries == 3  # authenticate, read, delete user + memberships + event
+    assert not DirectoryUser.objects.filter(pk=user["id"]).exists()
+    assert not GroupMembership.objects.filter(group_id=group["id"]).exists()
+    event_type, data = _events(scim_hooked.directory)[-1]
+    assert event_type == "user.deleted" and data["id"] == user["id"]
+    assert scim_hooked.delete(f"/Users/{user['id']}")[0] == 404
+
+
+def test_user_delete_falls_back_when_the_user_changed(
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, user = scim_hooked.post("/Users", user_body("hal@x.io"))
+    outcomes = _meanwhile(
+        monkeypatch,
+        "user_delete",
+        lambda **kw: DirectoryUser.objects.filter(pk=user["id"]).update(
+            first_name="Renamed", updated_at=kw["user"].updated_at.replace(year=2030)
+        ),
+    )
+    assert scim_hooked.delete(f"/Users/{user['id']}")[0] == 204
+    assert outcomes == [None]  # the statement deleted nothing; the locked path did
+    assert not DirectoryUser.objects.filter(pk=user["id"]).exists()
+    event_type, data = _events(scim_hooked.directory)[-1]
+    assert event_type == "user.deleted" and data["first_name"] == "Renamed"
+    assert [t for t, _ in _events(scim_hooked.directory)].count("user.deleted") == 1
+
+
+def _add(scim: Scim, group_id: str, *user_ids: str) -> Any:
+    return scim.ops(f"/Groups/{group_id}", {"op": "add", "path": "members", "value": [{"value": u} for u in user_ids]})
+
+
+def test_member_add_is_three_reads_plus_one_statement(scim_hooked: Scim, kicks: list) -> None:
+    _, u1 = scim_hooked.post("/Users", user_body("ida@x.io"))
+    _, u2 = scim_hooked.post("/Users", user_body("jon@x.io"))
+    _, group = scim_hooked.post("/Groups", group_body("Sales"))
+    before = DirectoryGroup.objects.get(pk=group["id"]).updated_at
+    kicks.clear()
+    (status, _), queries = _count(lambda: _add(scim_hooked, group["id"], u2["id"], u1["id"]))
+    assert status == 204 and queries == 4  # authenticate, group, users, memberships + events
+    assert set(GroupMembership.objects.filter(group_id=group["id"]).values_list("user_id", flat=True)) == {
+        uuid.UUID(u1["id"]),
+        uuid.UUID(u2["id"]),
+    }
+    assert DirectoryGroup.objects.get(pk=group["id"]).updated_at > before
+    added = [(t, d["id"], d["group"]["name"]) for t, d in _events(scim_hooked.directory) if t == "group.user_added"]
+    assert added == [("group.user_added", u2["id"], "Sales"), ("group.user_added", u1["id"], "Sales")]  # request order
+    assert kicks == [(scim_hooked.directory.id, "directory")]
+    # Adding present members again (and one new) records only the new one.
+    _, u3 = scim_hooked.post("/Users", user_body("kim@x.io"))
+    assert _add(scim_hooked, group["id"], u1["id"], u3["id"], u3["id"])[0] == 204
+    added = [d["id"] for t, d in _events(scim_hooked.directory) if t == "group.user_added"]
+    assert added == [u2["id"], u1["id"], u3["id"]]
+    # Nothing new at all: no event, updated_at kept.
+    stamp = DirectoryGroup.objects.get(pk=group["id"]).updated_at
+    assert _add(scim_hooked, group["id"], u1["id"])[0] == 204
+    assert DirectoryGroup.objects.get(pk=group["id"]).updated_at == stamp
+    assert len([t for t, _ in _events(scim_hooked.directory) if t == "group.user_added"]) == 3
+
+
+def test_member_add_of_an_unknown_user_is_400_and_adds_nothing(scim_hooked: Scim, scim_b: Scim, kicks: list) -> None:
+    _, mine = scim_hooked.post("/Users", user_body("lu@x.io"))
+    _, other = scim_b.post("/Users", user_body("lu@x.io"))
+    _, group = scim_hooked.post("/Groups", group_body("Ops"))
+    status, body = _add(scim_hooked, group["id"], mine["id"], other["id"])
+    assert status == 400 and body["scimType"] == "invalidValue"
+    assert not GroupMembership.objects.filter(group_id=group["id"]).exists()
+    assert _add(scim_hooked, str(uuid.uuid4()), mine["id"])[0] == 404
+
+
+def test_member_add_after_a_rename_is_redone_with_the_new_name(
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, user = scim_hooked.post("/Users", user_body("max@x.io"))
+    _, group = scim_hooked.post("/Groups", group_body("Old"))
+    rename = {
+        "method": "PATCH",
+        "directoryId": str(scim_hooked.directory.id),
+        "apiSecret": scim_hooked.directory.scim_secret,
+        "resourceType": "groups",
+        "resourceId": group["id"],
+        "body": {"Operations": [{"op": "replace", "path": "displayName", "value": "New"}]},
+    }
+    outcomes = _meanwhile(monkeypatch, "group_members_add", lambda **kw: scim_request(rename))
+    assert _add(scim_hooked, group["id"], user["id"])[0] == 204
+    assert outcomes == [None]
+    [(_, data)] = [(t, d) for t, d in _events(scim_hooked.directory) if t == "group.user_added"]
+    assert data["group"]["name"] == "New"
+    assert GroupMembership.objects.filter(group_id=group["id"], user_id=user["id"]).count() == 1
+
+
+def test_member_add_of_a_user_deleted_meanwhile_is_400(
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, user = scim_hooked.post("/Users", user_body("ned@x.io"))
+    _, group = scim_hooked.post("/Groups", group_body("Eng"))
+    # The user is deleted after this request read it: the statement's foreign key fails, nothing is written.
+    outcomes = _meanwhile(
+        monkeypatch, "group_members_add", lambda **kw: DirectoryUser.objects.filter(pk=user["id"]).delete()
+    )
+    status, body = _add(scim_hooked, group["id"], user["id"])
+    assert outcomes == [None]
+    assert status == 400 and "Not a user" in body["detail"]
+    assert not GroupMembership.objects.filter(group_id=group["id"]).exists()
+    assert [t for t, _ in _events(scim_hooked.directory) if t == "group.user_added"] == []
+
+
+def test_inside_a_callers_transaction_the_locked_path_is_used(hooked_directory: Directory, kicks: list) -> None:
+    request = {
+        "method": "POST",
+        "directoryId": str(hooked_directory.id),
+        "apiSecret": hooked_directory.scim_secret,
+        "resourceType": "users",
+        "body": user_body("oz@x.io"),
+    }
+    with transaction.atomic():
+        assert not statements.enabled()
+        with CaptureQueriesContext(connection) as ctx:
+            assert scim_request(request)["status"] == 201
+        assert any(q["sql"].startswith("SAVEPOINT") for q in ctx.captured_queries)
+    assert statements.enabled()
+    assert [t for t, _ in _events(hooked_directory)] == ["user.created"]

@@ -8,8 +8,9 @@ from django.views.generic import RedirectView
 from directories.errorpages import api_not_found
 
 urlpatterns = [
-    path("", include("directories.urls")),
+    # SCIM first: identity providers send most of the traffic, and Django tries the patterns in order.
     path("api/scim/v2.0/", include("scim.urls")),
+    path("", include("directories.urls")),
     path("auditlog/admin/v1/", include("adminauth.urls")),
     path("portal", RedirectView.as_view(url="/portal/", permanent=False)),
     path("", RedirectView.as_view(url="/portal/", permanent=False)),

@@ -9,15 +9,15 @@ request (time.process_time, so waiting for PostgreSQL does not count; the least 
 and SQL statements per request.
 On 2 cores, requests/s ≈ 2000 ÷ (CPU ms per request of everything involved), see CEILING.md.
 
-Variants switch one thing off in this process only (monkeypatching; nothing in the application is
+Variants change one thing in this process only (monkeypatching; nothing in the application is
 edited), to price a fix before anyone writes it:
 
 - baseline         production settings as they are
-- no_health_check  CONN_HEALTH_CHECKS off: no `SELECT 1` before the first query of each request
+- health_check     CONN_HEALTH_CHECKS on (production has it off): a `SELECT 1` before the first query
+                   of each request, what it used to cost
 - no_publish       webhooks.dispatch.kick does nothing (the after-commit kick of the webhook drain)
 - lean_middleware  only SecurityMiddleware + CommonMiddleware (SCIM uses no session, auth, CSRF,
                    messages or static files)
-- all              the three together
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from bench import systems
 from bench.procs import recreate_database
 from bench.workload import GROUP_SCHEMA, PATCH_SCHEMA, okta_user
 
-VARIANTS = ("baseline", "no_health_check", "no_publish", "lean_middleware", "all")
+VARIANTS = ("baseline", "health_check", "no_publish", "lean_middleware")
 
 
 class Harness:
@@ -51,9 +51,10 @@ class Harness:
         from directories.services import directory_create
 
         self.variant = variant
-        on = {variant} if variant != "all" else set(VARIANTS)
-        connection.settings_dict["CONN_HEALTH_CHECKS"] = "no_health_check" not in on
-        connection.health_check_enabled = "no_health_check" not in on  # read at connect(); set it now too
+        on = {variant}
+        checks = "health_check" in on or settings.DATABASES["default"].get("CONN_HEALTH_CHECKS", False)
+        connection.settings_dict["CONN_HEALTH_CHECKS"] = checks
+        connection.health_check_enabled = checks  # read at connect(); set it now too
         self._kick = webhooks.dispatch.kick
         if "no_publish" in on:
             webhooks.dispatch.kick = lambda directory_id, target: None
@@ -183,6 +184,10 @@ def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
             "wall_ms": round(wall, 2),
             "queries": len(ctx.captured_queries),
         }
+        if os.environ.get("COSTS_SHOW_SQL"):
+            print(f"-- {name}")
+            for q in ctx.captured_queries:
+                print("   ", q["sql"][:300])
     return out
 
 

@@ -52,6 +52,7 @@ class _Prepared:
     converters: tuple[tuple[int, tuple[Any, ...], Any], ...]
     locks: bool
     names: frozenset[str] | None  # attnames read, when not all of them
+    width: int  # number of columns
 
 
 class RowReader(Generic[M]):
@@ -87,7 +88,9 @@ class RowReader(Generic[M]):
             if found:
                 converters.append((index, found, column))
         names = None if self.fields is None else frozenset(f.attname for f in fields)
-        prepared = _Prepared(table, columns, tuple(converters), connection.features.has_select_for_update, names)
+        prepared = _Prepared(
+            table, columns, tuple(converters), connection.features.has_select_for_update, names, len(fields)
+        )
         self._prepared[alias] = prepared
         return prepared
 
@@ -101,6 +104,15 @@ class RowReader(Generic[M]):
         if lock and prepared.locks:
             text += LOCKS[lock]
         return text
+
+    def table(self, *, alias: str = "default") -> str:
+        return self._prepare(alias).table
+
+    def columns(self, *, alias: str = "default") -> tuple[str, int]:
+        """The table-qualified column list and its length, for a SELECT that joins two tables and builds
+        an instance of each from its part of the row (`build(row[:n])`, `other.build(row[n:])`)."""
+        prepared = self._prepare(alias)
+        return prepared.columns, prepared.width
 
     def count_sql(self, where: str, *, alias: str = "default") -> str:
         table = self._prepare(alias).table

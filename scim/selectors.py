@@ -14,6 +14,7 @@ from directories.selectors import directory_groups, directory_users, page_rows
 from scim.filter_query import Equality
 from scim.rendering import member_item
 
+_directories = RowReader(Directory)
 _users = RowReader(DirectoryUser)
 _groups = RowReader(DirectoryGroup)
 # What a SCIM user resource is made of (scim.rendering.user_resource); list pages read only these.
@@ -57,6 +58,70 @@ def scim_group_get(*, directory: Directory, group_id: Any, for_update: bool = Fa
     return _groups.first(sql, [_groups.param("id", directory.id), _groups.param("id", pk)])
 
 
+class FirstRead:
+    """A read that comes with the directory lookup of the request's authentication (one round trip for
+    both, see `scim_directory_with`). `kind` is "user" (by id) or "users" (a page filtered by one
+    equality)."""
+
+    __slots__ = ("count", "equality", "kind", "rows", "start_index", "user_id")
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        user_id: uuid.UUID | None = None,
+        equality: Equality | None = None,
+        start_index: int = 1,
+        count: int = 0,
+    ) -> None:
+        self.kind, self.user_id, self.equality = kind, user_id, equality
+        self.start_index, self.count = start_index, count
+        self.rows: list[Any] | None = None  # set by scim_directory_with
+
+    def matches(self, kind: str, **values: Any) -> bool:
+        return self.rows is not None and self.kind == kind and all(getattr(self, k) == v for k, v in values.items())
+
+
+def scim_directory_with(*, directory_id: Any, read: FirstRead | None) -> Directory | None:
+    """The directory `directory_id` (None if unknown) and, on PostgreSQL, `read` in the same query.
+
+    Used before the request is authenticated: the rows of `read` are only kept on `read.rows` and are
+    used only once the secret has been checked against the directory returned here. The query is the
+    directory's row LEFT JOIN LATERAL the read, so a missing user or an empty page still returns the
+    directory. Other databases (no LATERAL in SQLite) read the directory alone.
+    """
+    pk = _pk(directory_id)
+    if pk is None:
+        return None
+    # (An unfiltered page keeps its own deferred-join query, which walks deep OFFSETs on the index alone.)
+    if (
+        read is None
+        or connection.vendor != "postgresql"
+        or (read.kind == "users" and (not read.count or read.equality is None))
+    ):
+        return _directories.first(_directories.sql('{table}."id" = %s'), [_directories.param("id", pk)])
+    table = _directories.table()
+    owner = f'{{table}}."directory_id" = {table}."id"'
+    if read.kind == "user":
+        reader = _users
+        inner = reader.sql(f'{owner} AND {{table}}."id" = %s')
+        params: list[Any] = [read.user_id]
+    else:
+        reader = _user_docs
+        where = f'{owner} AND {{table}}."{read.equality.column}" = %s'
+        inner = reader.sql(where, suffix=' ORDER BY {table}."created_at", {table}."id" LIMIT %s OFFSET %s')
+        params = [read.equality.value, read.count, read.start_index - 1]
+    columns, width = _directories.columns()
+    sql = f'SELECT {columns}, t.* FROM {table} LEFT JOIN LATERAL ({inner}) AS t ON TRUE WHERE {table}."id" = %s'  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, pk])
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    read.rows = [reader.build(row[width:]) for row in rows if row[width] is not None]
+    return _directories.build(rows[0][:width])
+
+
 def _page(qs: Any, *, start_index: int, count: int) -> tuple[int, list[Any]]:
     if count == 0:
         return qs.count(), []
@@ -68,7 +133,13 @@ def _page(qs: Any, *, start_index: int, count: int) -> tuple[int, list[Any]]:
 
 
 def _page_fixed(
-    reader: RowReader[Any], *, directory: Directory, equality: Equality | None, start_index: int, count: int
+    reader: RowReader[Any],
+    *,
+    directory: Directory,
+    equality: Equality | None,
+    start_index: int,
+    count: int,
+    rows: list[Any] | None = None,
 ) -> tuple[int, list[Any]]:
     """A page of the directory's rows, all of them or those whose `equality.column` equals
     `equality.value`: fixed SQL, no QuerySet compiled (bench/README.md)."""
@@ -78,8 +149,10 @@ def _page_fixed(
         where += f' AND {{table}}."{equality.column}" = %s'
         params.append(equality.value)
     order = ' ORDER BY {table}."created_at", {table}."id"'
-    rows = []
-    if count:
+    if rows is not None:  # read with the directory (scim_directory_with)
+        if start_index == 1 and len(rows) < count:
+            return len(rows), rows
+    elif count:
         if equality is None:
             # Deferred join, as directories.selectors.page_rows: the OFFSET walks the
             # (directory, created_at, id) index, whole rows are read for this page only.
@@ -90,16 +163,27 @@ def _page_fixed(
         rows = reader.fetch(sql, [*params, count, start_index - 1])
         if start_index == 1 and len(rows) < count:
             return len(rows), rows
+    else:
+        rows = []
     with connection.cursor() as cursor:
         cursor.execute(reader.count_sql(where), params)
         return cursor.fetchone()[0], rows
 
 
 def scim_users_page(
-    *, directory: Directory, condition: Q | Equality | None, start_index: int, count: int
+    *,
+    directory: Directory,
+    condition: Q | Equality | None,
+    start_index: int,
+    count: int,
+    rows: list[DirectoryUser] | None = None,
 ) -> tuple[int, list[DirectoryUser]]:
+    """`rows`: this page, already read with the directory (scim_directory_with), for a condition that is
+    None or an Equality."""
     if condition is None or isinstance(condition, Equality):
-        return _page_fixed(_user_docs, directory=directory, equality=condition, start_index=start_index, count=count)
+        return _page_fixed(
+            _user_docs, directory=directory, equality=condition, start_index=start_index, count=count, rows=rows
+        )
     qs = directory_users(directory=directory)
     if condition is not None:
         qs = qs.filter(condition)
@@ -149,6 +233,33 @@ def scim_directory_users_by_id(
     else:
         rows = DirectoryUser.objects.filter(directory=directory, pk__in=user_ids)
     return {row.id: row for row in rows}
+
+
+def scim_group_with_users(
+    *, directory: Directory, group_id: Any, user_ids: list[uuid.UUID]
+) -> tuple[DirectoryGroup | None, dict[uuid.UUID, DirectoryUser]]:
+    """A group of this directory and the users of this directory among `user_ids`, in one query (a
+    member PATCH needs both before it writes): the group's row joined with each user found."""
+    pk = _pk(group_id)
+    if pk is None:
+        return None, {}
+    group_columns, width = _groups.columns()
+    user_columns, _ = _users.columns()
+    groups, users = _groups.table(), _users.table()
+    marks = ", ".join(["%s"] * len(user_ids)) or "NULL"
+    sql = (
+        f"SELECT {group_columns}, {user_columns} FROM {groups} LEFT JOIN {users} "  # noqa: S608
+        f'ON {users}."directory_id" = {groups}."directory_id" AND {users}."id" IN ({marks}) '
+        f'WHERE {groups}."directory_id" = %s AND {groups}."id" = %s'
+    )
+    params = [*(_users.param("id", u) for u in user_ids), _groups.param("id", directory.id), _groups.param("id", pk)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None, {}
+    found = [_users.build(row[width:]) for row in rows if row[width] is not None]
+    return _groups.build(rows[0][:width]), {user.id: user for user in found}
 
 
 def scim_group_member_ids(*, group: DirectoryGroup) -> list[uuid.UUID]:

@@ -35,7 +35,13 @@ from scim.documents import (
     user_patch,
 )
 from scim.errors import ScimError, invalid_value, not_found
-from scim.selectors import scim_directory_users_by_id, scim_group_get, scim_group_member_ids, scim_user_get
+from scim.selectors import (
+    scim_directory_users_by_id,
+    scim_group_get,
+    scim_group_member_ids,
+    scim_group_with_users,
+    scim_user_get,
+)
 from webhooks.services import events_record
 
 Events = list[dict[str, Any]]
@@ -301,23 +307,22 @@ def scim_group_create(*, directory: Directory, body: Any) -> tuple[DirectoryGrou
     return group, events
 
 
-def _group_members_add_fast(*, directory: Directory, group_id: Any, build: Any) -> tuple[DirectoryGroup, Events] | None:
-    """PostgreSQL, a write that only adds members (Okta sends one PATCH per member): one statement,
-    see scim.statements.group_members_add. None when the request does not qualify or the group changed
-    meanwhile; the caller then takes the locked path."""
-    group = scim_group_get(directory=directory, group_id=group_id)
+def _group_members_add_fast(
+    *, directory: Directory, group_id: Any, build: Any, user_ids: list[uuid.UUID]
+) -> tuple[DirectoryGroup, Events] | None:
+    """PostgreSQL, a PATCH whose operations only add `user_ids` (Okta sends one PATCH per member): one
+    read of the group and the users, then one statement (scim.statements.group_members_add). None when
+    the request does not qualify after all or the group changed meanwhile: the caller takes the locked
+    path."""
+    group, users = scim_group_with_users(directory=directory, group_id=group_id, user_ids=user_ids)
     if group is None:
         raise not_found("Group")
     doc, plan = build(group)
     raw, columns = group_finalize(doc, group.id)
     if raw != group.raw or any(getattr(group, f) != v for f, v in columns.items()):
         return None
-    if plan.empty:
-        return group, []
-    if plan.replace_with is not None or plan.remove or len(plan.add) > CHUNK:
+    if plan.replace_with is not None or plan.remove or list(dict.fromkeys(plan.add)) != user_ids:
         return None
-    user_ids = list(dict.fromkeys(plan.add))
-    users = scim_directory_users_by_id(directory=directory, user_ids=user_ids)
     missing = [str(i) for i in user_ids if i not in users]
     if missing:
         shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
@@ -378,9 +383,17 @@ def scim_group_patch(*, directory: Directory, group_id: Any, body: Any) -> tuple
     if statements.enabled() and all(
         op == "add" and (path or "").strip().lower() == "members" for op, path, *_ in operations
     ):
-        done = _group_members_add_fast(directory=directory, group_id=group_id, build=build)
-        if done is not None:
-            return done
+        # The ids are known before the group is read, so the group and the users come in one query.
+        try:
+            user_ids = list(
+                dict.fromkeys(i for _o, _p, value, _h in operations for i in member_ids(value, strict=True))
+            )
+        except ScimError:
+            user_ids = []  # a malformed member: the locked path answers (404 for an unknown group first)
+        if 0 < len(user_ids) <= CHUNK:
+            done = _group_members_add_fast(directory=directory, group_id=group_id, build=build, user_ids=user_ids)
+            if done is not None:
+                return done
     return _group_write(directory=directory, group_id=group_id, build=build)
 
 

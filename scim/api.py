@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -27,9 +28,11 @@ from directories.selectors import directory_get
 from scim import schemas as discovery
 from scim import services
 from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
-from scim.filter_query import filter_plan
+from scim.filter_query import Equality, filter_plan
 from scim.rendering import Projection, group_resource, user_resource
 from scim.selectors import (
+    FirstRead,
+    scim_directory_with,
     scim_group_get,
     scim_group_members,
     scim_groups_page,
@@ -84,9 +87,14 @@ def check_json(value: Any) -> None:
             stack.extend((child, depth + 1) for child in item)
 
 
-def authenticate(directory_id: Any, secret: Any) -> Directory:
-    """The directory whose SCIM secret this is. Every failure is the same 401 (INTEROP T1, O9)."""
-    directory = directory_get(directory_id=directory_id)
+def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = None) -> Directory:
+    """The directory whose SCIM secret this is. Every failure is the same 401 (INTEROP T1, O9).
+
+    `read`: the request's first read, fetched in the same query as the directory (its rows are used
+    only after this check passes)."""
+    directory = (
+        scim_directory_with(directory_id=directory_id, read=read) if read else directory_get(directory_id=directory_id)
+    )
     presented = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) and secret else b""
     expected = directory.scim_secret.encode() if directory is not None else _DUMMY_SECRET
     # Compare even when the directory is unknown, so timing does not reveal which directories exist.
@@ -144,25 +152,61 @@ def _projection(query: dict[str, Any]) -> Projection:
     return Projection(query.get("attributes"), query.get("excludedAttributes"))
 
 
+def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -> FirstRead | None:
+    """What a GET of one user, or of users filtered by one equality, reads first, so that it can come
+    with the authentication's directory lookup. None for anything else, or a request that is invalid
+    (its error is raised after authentication, as for any request)."""
+    if method != "GET" or resource_type != "users" or not isinstance(query, dict):
+        return None
+    if resource_id:
+        try:
+            return FirstRead("user", user_id=uuid.UUID(str(resource_id)))
+        except ValueError:
+            return None
+    flt = query.get("filter")
+    if flt in (None, ""):
+        return None
+    try:
+        start, count = _paging(query)
+        condition = filter_plan(flt, resource_type="users")
+    except ScimError:
+        return None
+    if not isinstance(condition, Equality):
+        return None
+    return FirstRead("users", equality=condition, start_index=start, count=count)
+
+
 class _Handler:
-    def __init__(self, directory: Directory, query: dict[str, Any]) -> None:
+    def __init__(self, directory: Directory, query: dict[str, Any], read: FirstRead | None = None) -> None:
         self.directory = directory
         self.query = query
+        self.read = read
 
     # users
 
     def users_list(self) -> tuple[int, Any]:
         start, count = _paging(self.query)
         projection = _projection(self.query)
-        flt = self.query.get("filter")
-        condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
-        total, users = scim_users_page(directory=self.directory, condition=condition, start_index=start, count=count)
+        read = self.read
+        if read is not None and read.matches("users", start_index=start, count=count):
+            condition, rows = read.equality, read.rows
+        else:
+            flt = self.query.get("filter")
+            condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
+            rows = None
+        total, users = scim_users_page(
+            directory=self.directory, condition=condition, start_index=start, count=count, rows=rows
+        )
         resources = [projection.apply(user_resource(u)) for u in users]
         return 200, _list_response(total, start, resources)
 
     def user_get(self, user_id: Any) -> tuple[int, Any]:
         projection = _projection(self.query)
-        user = scim_user_get(directory=self.directory, user_id=user_id)
+        read = self.read
+        if read is not None and read.matches("user") and read.rows is not None:
+            user = read.rows[0] if read.rows else None
+        else:
+            user = scim_user_get(directory=self.directory, user_id=user_id)
         if user is None:
             raise not_found("User")
         return 200, projection.apply(user_resource(user))
@@ -193,9 +237,15 @@ class _Handler:
 
 
 def _route(
-    directory: Directory, method: str, resource_type: str, resource_id: Any, body: Any, query: dict[str, Any]
+    directory: Directory,
+    method: str,
+    resource_type: str,
+    resource_id: Any,
+    body: Any,
+    query: dict[str, Any],
+    read: FirstRead | None = None,
 ) -> tuple[int, Any, list[dict[str, Any]]]:
-    handler = _Handler(directory, query)
+    handler = _Handler(directory, query, read)
     did = str(directory.id)
     if resource_type in ("serviceproviderconfig", "resourcetypes", "schemas"):
         if method != "GET":
@@ -255,11 +305,12 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
     try:
         if not isinstance(request, dict):
             raise invalid_syntax("The request must be an object.")
-        directory = authenticate(request.get("directoryId"), request.get("apiSecret"))
         method = str(request.get("method") or "GET").upper()
         resource_type = str(request.get("resourceType") or "").strip("/").lower()
         resource_id = request.get("resourceId") or None
         query = request.get("query") or {}
+        read = _first_read(method, resource_type, resource_id, query)
+        directory = authenticate(request.get("directoryId"), request.get("apiSecret"), read=read)
         if not isinstance(query, dict):
             raise invalid_value("query must be an object.")
         allowed = allowed_methods(resource_type, bool(resource_id))
@@ -274,7 +325,7 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
             check_json(body)
         if method in ("POST", "PUT", "PATCH") and body is None and resource_type in ("users", "groups"):
             raise invalid_syntax("The request body is empty.")
-        status, data, events = _route(directory, method, resource_type, resource_id, body, query)
+        status, data, events = _route(directory, method, resource_type, resource_id, body, query, read)
     except ScimError as exc:
         return {"status": exc.status, "data": exc.body()}
     if callback is not None and events:

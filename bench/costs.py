@@ -187,7 +187,7 @@ def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
         if os.environ.get("COSTS_SHOW_SQL"):
             print(f"-- {name}")
             for q in ctx.captured_queries:
-                print("   ", q["sql"][:300])
+                print("   ", q["sql"][: int(os.environ.get("COSTS_SQL_WIDTH", "300"))])
     return out
 
 

@@ -135,7 +135,7 @@ def group_members_add(
         f"WITH g AS (SELECT {_q('id')} FROM {groups} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
         f"AND {_q('display_name')} = %s AND {_q('raw')} = %s FOR UPDATE), "
         f"a AS (INSERT INTO {members} ({_q('group_id')}, {_q('user_id')}, {_q('created_at')}) "
-        f"SELECT g.{_q('id')}, v.u, %s FROM g, (VALUES {marks}) AS v(u) ORDER BY v.u "
+        f"SELECT g.{_q('id')}, v.u, CAST(%s AS timestamptz) FROM g, (VALUES {marks}) AS v(u) ORDER BY v.u "
         f"ON CONFLICT ({_q('group_id')}, {_q('user_id')}) DO NOTHING RETURNING {_q('user_id')}), "
         f"t AS (UPDATE {groups} SET {_q('updated_at')} = %s FROM g WHERE {groups}.{_q('id')} = g.{_q('id')} "
         "AND EXISTS (SELECT 1 FROM a))"

@@ -189,7 +189,7 @@ class _Handler:
         projection = _projection(self.query)
         read = self.read
         if read is not None and read.matches("users", start_index=start, count=count):
-            condition, rows = read.equality, read.rows
+            condition, rows = read.equality, read.rows  # the filter was parsed once, for the read
         else:
             flt = self.query.get("filter")
             condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
@@ -204,7 +204,7 @@ class _Handler:
         projection = _projection(self.query)
         read = self.read
         if read is not None and read.matches("user") and read.rows is not None:
-            user = read.rows[0] if read.rows else None
+            user = read.rows[0] if read.rows else None  # read with the directory
         else:
             user = scim_user_get(directory=self.directory, user_id=user_id)
         if user is None:

@@ -79,7 +79,9 @@ class FirstRead:
         self.rows: list[Any] | None = None  # set by scim_directory_with
 
     def matches(self, kind: str, **values: Any) -> bool:
-        return self.rows is not None and self.kind == kind and all(getattr(self, k) == v for k, v in values.items())
+        """Whether this is the read the handler is about to make (`rows` may still be None: the database
+        could not fetch it with the directory, and the handler reads it itself)."""
+        return self.kind == kind and all(getattr(self, k) == v for k, v in values.items())
 
 
 def scim_directory_with(*, directory_id: Any, read: FirstRead | None) -> Directory | None:

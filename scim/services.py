@@ -154,14 +154,19 @@ def scim_user_delete(*, directory: Directory, user_id: Any) -> Events:
 # --------------------------------------------------------------------------------------------- groups
 
 
+def _require_users(wanted: list[uuid.UUID], users: dict[uuid.UUID, DirectoryUser]) -> None:
+    """400 unless every id in `wanted` is among `users` (the users of this directory that were found)."""
+    missing = [str(i) for i in wanted if i not in users]
+    if missing:
+        shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
+        raise invalid_value(f"Not a user of this directory: {shown}.")
+
+
 def _check_members(*, directory: Directory, plan: MemberPlan) -> dict[uuid.UUID, DirectoryUser]:
     """The users a plan adds (all must belong to this directory) and removes, by id, in one query."""
     wanted = plan.referenced() + [i for i in plan.remove if i not in plan.referenced()]
     users = scim_directory_users_by_id(directory=directory, user_ids=wanted, lock=True)
-    missing = [str(i) for i in plan.referenced() if i not in users]
-    if missing:
-        shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
-        raise invalid_value(f"Not a user of this directory: {shown}.")
+    _require_users(plan.referenced(), users)
     return users
 
 
@@ -248,10 +253,7 @@ def _members_apply(*, directory: Directory, group: DirectoryGroup, plan: MemberP
     if connection.vendor == "postgresql" and plan.replace_with is None and not plan.remove and len(plan.add) <= CHUNK:
         # The common case (Okta adds one member per PATCH): check + insert in one statement.
         users, added = _members_add_checked(directory=directory, group=group, user_ids=plan.add)
-        missing = [str(i) for i in plan.add if i not in users]
-        if missing:
-            shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
-            raise invalid_value(f"Not a user of this directory: {shown}.")
+        _require_users(plan.add, users)
         return _member_events(group, users, [], plan.add, added)
     users = _check_members(directory=directory, plan=plan)
     if plan.replace_with is not None:
@@ -323,10 +325,7 @@ def _group_members_add_fast(
         return None
     if plan.replace_with is not None or plan.remove or list(dict.fromkeys(plan.add)) != user_ids:
         return None
-    missing = [str(i) for i in user_ids if i not in users]
-    if missing:
-        shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
-        raise invalid_value(f"Not a user of this directory: {shown}.")
+    _require_users(user_ids, users)
     events = statements.group_members_add(directory=directory, group=group, users=users, user_ids=user_ids)
     return None if events is None else (group, events)
 

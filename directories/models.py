@@ -144,3 +144,33 @@ class GroupMembership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} in {self.group_id}"
+
+
+class UserTally(models.Model):
+    """How many users were ever created in and deleted from a directory, summed over a few rows.
+
+    On PostgreSQL, statement triggers (migration 0003) keep these rows as users are inserted and
+    deleted, by any path: SCIM, bulk inserts, the cascade of a directory delete. A list page then
+    reads `SUM(created - deleted)` over at most `SHARDS` rows instead of counting the directory's
+    users, and the pair of sums changes whenever the set of users does, which is what tells
+    `directories.pages` that its position marks are stale. Each database session adds to its own shard
+    (backend pid modulo `SHARDS`), so concurrent creates in one directory do not queue on one row.
+    A counter kept by the database, not business logic: nothing else is decided here. Other
+    databases (SQLite) have no triggers and no rows here; their pages count.
+
+    The foreign key is declared in SQL (deferrable, ON DELETE CASCADE) so that deleting a directory
+    drops its tally after the cascade of its users has updated it; Django leaves the rows alone.
+    """
+
+    SHARDS = 16
+
+    pk = models.CompositePrimaryKey("directory", "shard")
+    directory = models.ForeignKey(
+        Directory, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    shard = models.SmallIntegerField()
+    created = models.BigIntegerField(default=0)
+    deleted = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.directory_id}/{self.shard}: +{self.created} -{self.deleted}"

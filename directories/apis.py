@@ -36,7 +36,7 @@ from directories.selectors import (
     tenant_group_get,
     tenant_groups,
     tenant_user_get,
-    tenant_users,
+    tenant_users_page,
 )
 from directories.services import directory_create, directory_delete, directory_update
 
@@ -228,9 +228,10 @@ class UserListApi(ApiView):
         directory = _directory_filter(request, tenant, product)
         if limit == 0:
             return ok([])
-        users = tenant_users(tenant=tenant, product=product, directory_id=directory.id if directory else None)
-        users = users.only("id", "first_name", "last_name", "email", "active", "raw")
-        return ok([user_data(u) for u in page_rows(users, offset=offset, limit=limit)])
+        users = tenant_users_page(
+            tenant=tenant, product=product, directory_id=directory.id if directory else None, offset=offset, limit=limit
+        )
+        return ok([user_data(u) for u in users])
 
 
 class UserDetailApi(ApiView):

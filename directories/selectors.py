@@ -5,13 +5,18 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
+from directories import pages
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.rows import RowReader
 from directories.services import api_key_hash
 
 _directories = RowReader(Directory)
+# What the REST users list renders (directories.rendering.user_data), and the list order.
+_REST_USER_FIELDS = ("id", "first_name", "last_name", "email", "active", "raw")
+_rest_users = RowReader(DirectoryUser, fields=(*_REST_USER_FIELDS, "created_at"))
 
 
 def _uuid(value: Any) -> uuid.UUID | None:
@@ -109,6 +114,33 @@ def _loaded(qs: QuerySet[Any]) -> list[str]:
     if names and not defer:
         return list(names)
     return [f.attname for f in qs.model._meta.concrete_fields if f.attname not in names]
+
+
+def tenant_users_page(
+    *, tenant: str, product: str, directory_id: uuid.UUID | None, offset: int, limit: int
+) -> list[DirectoryUser]:
+    """`limit` users of tenant + product (or of their directory `directory_id`) from `offset`, oldest first.
+
+    On PostgreSQL, when the users are those of one directory (named, or the tenant's only one), the
+    page comes from directories.pages and costs the same at any offset; otherwise the OFFSET walks
+    the index of every directory of the tenant (one statement, see page_rows). Without a named
+    directory that takes one more query to find the tenant's directories, so it is done for deep
+    pages only.
+    """
+    if connection.vendor == "postgresql" and (directory_id is not None or offset >= pages.MARK_EVERY):
+        ids = (
+            [directory_id]
+            if directory_id is not None
+            else list(_tenant_directory_ids(tenant=tenant, product=product).values_list("id", flat=True)[:2])
+        )
+        if not ids:
+            return []
+        if len(ids) == 1:
+            return pages.directory_users_page(
+                directory_id=ids[0], start_index=offset + 1, count=limit, reader=_rest_users
+            )[1]
+    users = tenant_users(tenant=tenant, product=product, directory_id=directory_id).only(*_REST_USER_FIELDS)
+    return page_rows(users, offset=offset, limit=limit)
 
 
 def tenant_users(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryUser]:

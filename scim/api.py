@@ -153,9 +153,9 @@ def _projection(query: dict[str, Any]) -> Projection:
 
 
 def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -> FirstRead | None:
-    """What a GET of one user, or of users filtered by one equality, reads first, so that it can come
-    with the authentication's directory lookup. None for anything else, or a request that is invalid
-    (its error is raised after authentication, as for any request)."""
+    """What a GET of one user, or of a page of users (unfiltered or filtered by one equality), reads
+    first, so that it can come with the authentication's directory lookup. None for anything else, or
+    a request that is invalid (its error is raised after authentication, as for any request)."""
     if method != "GET" or resource_type != "users" or not isinstance(query, dict):
         return None
     if resource_id:
@@ -164,14 +164,12 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -
         except ValueError:
             return None
     flt = query.get("filter")
-    if flt in (None, ""):
-        return None
     try:
         start, count = _paging(query)
-        condition = filter_plan(flt, resource_type="users")
+        condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
     except ScimError:
         return None
-    if not isinstance(condition, Equality):
+    if condition is not None and not isinstance(condition, Equality):
         return None
     return FirstRead("users", equality=condition, start_index=start, count=count)
 
@@ -189,13 +187,13 @@ class _Handler:
         projection = _projection(self.query)
         read = self.read
         if read is not None and read.matches("users", start_index=start, count=count):
-            condition, rows = read.equality, read.rows  # the filter was parsed once, for the read
+            condition, rows, page = read.equality, read.rows, read.page  # the filter was parsed once, for the read
         else:
             flt = self.query.get("filter")
             condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
-            rows = None
+            rows = page = None
         total, users = scim_users_page(
-            directory=self.directory, condition=condition, start_index=start, count=count, rows=rows
+            directory=self.directory, condition=condition, start_index=start, count=count, rows=rows, page=page
         )
         resources = [projection.apply(user_resource(u)) for u in users]
         return 200, _list_response(total, start, resources)

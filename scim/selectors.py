@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import Q
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.pages import UsersPage, directory_users_page
 from directories.rows import RowReader
 from directories.selectors import directory_groups, directory_users, page_rows
 from scim.filter_query import Equality
@@ -60,10 +61,10 @@ def scim_group_get(*, directory: Directory, group_id: Any, for_update: bool = Fa
 
 class FirstRead:
     """A read that comes with the directory lookup of the request's authentication (one round trip for
-    both, see `scim_directory_with`). `kind` is "user" (by id) or "users" (a page filtered by one
-    equality)."""
+    both, see `scim_directory_with`). `kind` is "user" (by id) or "users" (a page, unfiltered or
+    filtered by one equality)."""
 
-    __slots__ = ("count", "equality", "kind", "rows", "start_index", "user_id")
+    __slots__ = ("count", "equality", "kind", "page", "rows", "start_index", "user_id")
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class FirstRead:
         self.kind, self.user_id, self.equality = kind, user_id, equality
         self.start_index, self.count = start_index, count
         self.rows: list[Any] | None = None  # set by scim_directory_with
+        self.page: UsersPage | None = None  # an unfiltered page: set and read by scim_directory_with
 
     def matches(self, kind: str, **values: Any) -> bool:
         """Whether this is the read the handler is about to make (`rows` may still be None: the database
@@ -95,19 +97,24 @@ def scim_directory_with(*, directory_id: Any, read: FirstRead | None) -> Directo
     pk = _pk(directory_id)
     if pk is None:
         return None
-    # (An unfiltered page keeps its own deferred-join query, which walks deep OFFSETs on the index alone.)
     if (
         read is None
         or connection.vendor != "postgresql"
-        or (read.kind == "users" and (not read.count or read.equality is None))
+        or (read.kind == "users" and read.equality is not None and not read.count)
     ):
         return _directories.first(_directories.sql('{table}."id" = %s'), [_directories.param("id", pk)])
     table = _directories.table()
     owner = f'{{table}}."directory_id" = {table}."id"'
+    page = None
     if read.kind == "user":
         reader = _users
         inner = reader.sql(f'{owner} AND {{table}}."id" = %s')
         params: list[Any] = [read.user_id]
+    elif read.equality is None:  # the whole directory: directories.pages
+        reader = _user_docs
+        page = read.page = UsersPage.plan(pk, start_index=read.start_index, count=read.count)
+        inner = page.sql(reader, directory=f'{table}."id"')
+        params = page.params()
     else:
         reader = _user_docs
         where = f'{owner} AND {{table}}."{read.equality.column}" = %s'
@@ -115,12 +122,17 @@ def scim_directory_with(*, directory_id: Any, read: FirstRead | None) -> Directo
         params = [read.equality.value, read.count, read.start_index - 1]
     columns, width = _directories.columns()
     sql = f'SELECT {columns}, t.* FROM {table} LEFT JOIN LATERAL ({inner}) AS t ON TRUE WHERE {table}."id" = %s'  # noqa: S608
+    if read.kind == "users":
+        sql += ' ORDER BY t."created_at", t."id"'
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, pk])
         rows = cursor.fetchall()
     if not rows:
         return None
-    read.rows = [reader.build(row[width:]) for row in rows if row[width] is not None]
+    if page is not None:
+        page.take([row[width:] for row in rows], reader)
+    else:
+        read.rows = [reader.build(row[width:]) for row in rows if row[width] is not None]
     return _directories.build(rows[0][:width])
 
 
@@ -179,9 +191,14 @@ def scim_users_page(
     start_index: int,
     count: int,
     rows: list[DirectoryUser] | None = None,
+    page: UsersPage | None = None,
 ) -> tuple[int, list[DirectoryUser]]:
-    """`rows`: this page, already read with the directory (scim_directory_with), for a condition that is
-    None or an Equality."""
+    """`rows` (an Equality) or `page` (no condition): this page, already read with the directory
+    (scim_directory_with). Unfiltered pages on PostgreSQL: directories.pages."""
+    if condition is None and connection.vendor == "postgresql":
+        return directory_users_page(
+            directory_id=directory.id, start_index=start_index, count=count, reader=_user_docs, page=page
+        )
     if condition is None or isinstance(condition, Equality):
         return _page_fixed(
             _user_docs, directory=directory, equality=condition, start_index=start_index, count=count, rows=rows

@@ -38,7 +38,8 @@ def group_location(directory_id: Any, group_id: Any) -> str:
 
 def user_resource(user: DirectoryUser) -> dict[str, Any]:
     raw = user.raw
-    resource: dict[str, Any] = {"schemas": raw.get("schemas") or [USER_SCHEMA], "id": str(user.id)}
+    uid = str(user.id)  # once: a list page renders a hundred of these
+    resource: dict[str, Any] = {"schemas": raw.get("schemas") or [USER_SCHEMA], "id": uid}
     for key, value in raw.items():
         if key not in resource:
             resource[key] = value
@@ -46,7 +47,7 @@ def user_resource(user: DirectoryUser) -> dict[str, Any]:
         "resourceType": "User",
         "created": timestamp(user.created_at),
         "lastModified": timestamp(user.updated_at),
-        "location": user_location(user.directory_id, user.id),
+        "location": user_location(user.directory_id, uid),
     }
     return resource
 

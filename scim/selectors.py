@@ -123,9 +123,11 @@ def scim_directory_with(*, directory_id: Any, read: FirstRead | None) -> Directo
     columns, width = _directories.columns()
     order = ""
     if read.kind == "users":
-        # The directory's columns on the first row only: repeated on each row of a page, psycopg would
-        # parse them (two timestamps, a UUID, the secrets) a hundred times over for one use.
         order = ' ORDER BY t."created_at", t."id"'
+    if page is not None:
+        # The directory's columns on the first row only: repeated on each row of a page, psycopg would
+        # parse them (two timestamps, a UUID, the secrets) a hundred times over for one use. (An
+        # equality filter's page is usually one row: no window function for it.)
         first = f"row_number() OVER ({order.strip()}) = 1"
         columns = ", ".join(f"CASE WHEN {first} THEN {column} END" for column in columns.split(", "))
     sql = f'SELECT {columns}, t.* FROM {table} LEFT JOIN LATERAL ({inner}) AS t ON TRUE WHERE {table}."id" = %s{order}'  # noqa: S608

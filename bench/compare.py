@@ -342,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_mb": round(sampler.peak_rss.get(name, 0) / 1024, 1),
             "peak_pss_mb": round(sampler.peak_pss.get(name, 0) / 1024, 1),
             "processes": sampler.peak_procs.get(name, 0),
+            "peak_pss_split_mb": [[cmd, round(kib / 1024, 1)] for cmd, kib in sampler.peak_split.get(name, [])],
         }
         for name in sampler.groups
     }
@@ -368,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|")
     for name, m in memory.items():
         print(f"| {name} | {m['peak_rss_mb']} MB | {m['peak_pss_mb']} MB | {m['processes']} |")
+    for name, m in memory.items():
+        parts = ", ".join(f"{cmd} {mb} MB" for cmd, mb in m["peak_pss_split_mb"])
+        print(f"- {name} at its peak, PSS per process: {parts}")
     if profiler:
         print()
         print(profiler.report())

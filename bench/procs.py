@@ -103,6 +103,17 @@ def memory_kib(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
+def _command(pid: int) -> str:
+    """A short name for a process: its program and first argument ("gunicorn -c", "celery -A")."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return str(pid)
+    words = [Path(a).name for a in argv if not Path(a).name.startswith("python")][:2]
+    return " ".join(words) or str(pid)
+
+
 class MemorySampler:
     """Samples the summed RSS and PSS of process trees every `interval` seconds; keeps the peaks."""
 
@@ -112,6 +123,8 @@ class MemorySampler:
         self.peak_rss: dict[str, int] = {}
         self.peak_pss: dict[str, int] = {}
         self.peak_procs: dict[str, int] = {}
+        # PSS in KiB of each process (by its command) at the moment the group's summed PSS peaked.
+        self.peak_split: dict[str, list[tuple[str, int]]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
 
@@ -129,12 +142,16 @@ class MemorySampler:
         for name, roots in list(self.groups.items()):
             pids = process_tree(roots)
             rss = pss = 0
+            split = []
             for pid in pids:
                 r, p = memory_kib(pid)
                 rss += r
                 pss += p
+                split.append((_command(pid), p))
             self.peak_rss[name] = max(self.peak_rss.get(name, 0), rss)
-            self.peak_pss[name] = max(self.peak_pss.get(name, 0), pss)
+            if pss > self.peak_pss.get(name, 0):
+                self.peak_pss[name] = pss
+                self.peak_split[name] = split
             self.peak_procs[name] = max(self.peak_procs.get(name, 0), len(pids))
 
     def _run(self) -> None:

@@ -162,7 +162,7 @@ class UserTally(models.Model):
     drops its tally after the cascade of its users has updated it; Django leaves the rows alone.
     """
 
-    SHARDS = 16
+    SHARDS = 16  # written as a literal in the triggers of migration 0003
 
     pk = models.CompositePrimaryKey("directory", "shard")
     directory = models.ForeignKey(

@@ -129,6 +129,7 @@ def scim_directory_with(*, directory_id: Any, read: FirstRead | None) -> Directo
         # parse them (two timestamps, a UUID, the secrets) a hundred times over for one use. (An
         # equality filter's page is usually one row: no window function for it.)
         first = f"row_number() OVER ({order.strip()}) = 1"
+        # (RowReader joins quoted "table"."column" names with ", ", which no quoted name here contains.)
         columns = ", ".join(f"CASE WHEN {first} THEN {column} END" for column in columns.split(", "))
     sql = f'SELECT {columns}, t.* FROM {table} LEFT JOIN LATERAL ({inner}) AS t ON TRUE WHERE {table}."id" = %s{order}'  # noqa: S608
     with connection.cursor() as cursor:

@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         receiver = Service(
             "receiver",
-            [sys.executable, "-m", "bench.receiver", "--port", str(args.receiver_port), "--secret", webhook_secret],
+            [sys.executable, "-m", "bench.receiver", "--port", str(args.receiver_port), f"--secret={webhook_secret}"],
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             cwd=systems.ROOT,
             log=logs / "receiver.log",

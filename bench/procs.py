@@ -136,7 +136,8 @@ class MemorySampler:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(5)
+        if self._thread.is_alive():  # a start-up failure can come before the sampler started
+            self._thread.join(5)
 
     def sample_once(self) -> None:
         for name, roots in list(self.groups.items()):

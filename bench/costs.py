@@ -16,8 +16,9 @@ edited), to price a fix before anyone writes it:
 - health_check     CONN_HEALTH_CHECKS on (production has it off): a `SELECT 1` before the first query
                    of each request, what it used to cost
 - no_publish       webhooks.dispatch.kick does nothing (the after-commit kick of the webhook drain)
-- lean_middleware  only SecurityMiddleware + CommonMiddleware (SCIM uses no session, auth, CSRF,
-                   messages or static files)
+- full_middleware  SCIM requests through the whole settings.MIDDLEWARE chain, as before config.wsgi
+                   gave them settings.SCIM_MIDDLEWARE (no session, auth, CSRF, messages, static
+                   files or frame header)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from bench import systems
 from bench.procs import recreate_database
 from bench.workload import GROUP_SCHEMA, PATCH_SCHEMA, okta_user
 
-VARIANTS = ("baseline", "health_check", "no_publish", "lean_middleware")
+VARIANTS = ("baseline", "health_check", "no_publish", "full_middleware")
 
 
 class Harness:
@@ -48,6 +49,7 @@ class Harness:
         from django.db import connection
 
         import webhooks.dispatch
+        from config.wsgi import SurfaceApplication
         from directories.services import directory_create
 
         self.variant = variant
@@ -58,14 +60,8 @@ class Harness:
         self._kick = webhooks.dispatch.kick
         if "no_publish" in on:
             webhooks.dispatch.kick = lambda directory_id, target: None
-        middleware = list(settings.MIDDLEWARE)
-        if "lean_middleware" in on:
-            settings.MIDDLEWARE = [
-                "django.middleware.security.SecurityMiddleware",
-                "django.middleware.common.CommonMiddleware",
-            ]
-        self.app = WSGIHandler()  # builds its middleware chain from settings now
-        settings.MIDDLEWARE = middleware
+        # What gunicorn serves (config.wsgi), or one handler with the full chain for every request.
+        self.app = WSGIHandler() if "full_middleware" in on else SurfaceApplication()
         tag = secrets.token_hex(4)
         self.directory = directory_create(
             data={

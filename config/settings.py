@@ -67,6 +67,14 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+# Requests under SCIM_PATH_PREFIX (config.wsgi) run through this shorter chain: SCIM authenticates
+# with a bearer token and renders JSON, so it needs no session, CSRF, user, messages, static files or
+# frame header. Security headers and the ALLOWED_HOSTS check (CommonMiddleware) stay.
+SCIM_PATH_PREFIX = "/api/scim/"
+SCIM_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

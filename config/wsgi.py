@@ -1,9 +1,54 @@
+"""WSGI entry point (`config.wsgi:application`, what gunicorn serves).
+
+One Django process, two handlers: requests under settings.SCIM_PATH_PREFIX, nearly all the traffic
+an identity provider sends, run through settings.SCIM_MIDDLEWARE; every other request through the
+full settings.MIDDLEWARE. Both resolve against the same URLconf. The six middlewares SCIM does not
+use cost about 0.1 ms of CPU per request (`python -m bench.costs --variants baseline,lean_middleware`).
+"""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from django.core.wsgi import get_wsgi_application
+import django
+from django.conf import settings
+from django.core.handlers.wsgi import WSGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-application = get_wsgi_application()
+
+class MiddlewareSubsetHandler(WSGIHandler):
+    """A WSGIHandler whose middleware chain is `middleware` rather than settings.MIDDLEWARE."""
+
+    def __init__(self, middleware: list[str]) -> None:
+        self.middleware_paths = list(middleware)
+        super().__init__()  # builds the chain through load_middleware()
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        # Django builds the chain from settings.MIDDLEWARE; point it at the subset for the duration.
+        # This runs once, when the module is imported (before gunicorn forks, single-threaded).
+        full = settings.MIDDLEWARE
+        settings.MIDDLEWARE = self.middleware_paths
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = full
+
+
+class SurfaceApplication:
+    """Sends each request to the SCIM handler or the full one by the start of its path."""
+
+    def __init__(self) -> None:
+        self.prefix = settings.SCIM_PATH_PREFIX
+        self.full = WSGIHandler()
+        self.scim = MiddlewareSubsetHandler(settings.SCIM_MIDDLEWARE)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        handler = self.scim if environ.get("PATH_INFO", "").startswith(self.prefix) else self.full
+        return handler(environ, start_response)
+
+
+django.setup(set_prefix=False)
+application = SurfaceApplication()

@@ -184,10 +184,9 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
     if opts.gunicorn_workers:
         gunicorn[3:3] = ["--workers", str(opts.gunicorn_workers)]
     celery = [
-        str(VENV_BIN / "celery"),
-        "-A",
-        "config",
-        "worker",
+        str(VENV_BIN / "python"),
+        "-m",
+        "config.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
         "--pool",
         opts.celery_pool,
         "--concurrency",

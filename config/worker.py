@@ -1,0 +1,63 @@
+"""A Celery worker started without the `celery` command line: `python -m config.worker`.
+
+`celery -A config worker` runs the same worker. The difference is memory: the `celery` program
+imports all of its subcommands before it runs one, and its `amqp` shell brings prompt_toolkit,
+pygments and wcwidth (about 165 modules). A worker started here has about 10 MB less resident memory
+(79 vs 89 MB RSS once ready, bench/README.md). The options are the worker options Roster's
+deployment uses; anything else comes from the CELERY_* settings, as with the `celery` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+POOLS = ("threads", "prefork", "solo")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m config.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("-P", "--pool", choices=POOLS, default="threads", help="default: threads")
+    parser.add_argument("-c", "--concurrency", type=int, default=4, help="threads or processes; default: 4")
+    parser.add_argument("-l", "--loglevel", default="INFO", help="default: INFO")
+    parser.add_argument("-n", "--hostname", default=None, help="node name; default: celery@<host name>")
+    parser.add_argument("-Q", "--queues", default=None, help="comma-separated queues; default: all")
+    # Cluster chatter between workers, as `celery worker` has them (on unless turned off).
+    parser.add_argument("--without-gossip", action="store_true")
+    parser.add_argument("--without-mingle", action="store_true")
+    parser.add_argument("--without-heartbeat", action="store_true")
+    args = parser.parse_args(argv)
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    return args
+
+
+def build(args: argparse.Namespace) -> Any:
+    """The worker (celery.apps.worker.Worker, what `celery worker` builds), not yet started."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from celery.utils.log import mlevel
+
+    from config.celery import app
+
+    return app.Worker(
+        pool_cls=args.pool,
+        concurrency=args.concurrency,
+        loglevel=mlevel(args.loglevel.upper()),
+        hostname=args.hostname,
+        queues=args.queues.split(",") if args.queues else None,
+        without_gossip=args.without_gossip,
+        without_mingle=args.without_mingle,
+        without_heartbeat=args.without_heartbeat,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    worker = build(parse(argv))
+    worker.start()  # returns after a warm (SIGTERM) or cold shutdown
+    return worker.exitcode or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

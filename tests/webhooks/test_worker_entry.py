@@ -1,0 +1,78 @@
+"""`python -m config.worker`: the Celery worker without the `celery` command line's imports."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from config import worker as worker_entry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import sys
+from config.worker import build, parse
+w = build(parse(["--pool", "threads", "--concurrency", "3", "-n", "probe@localhost", "-Q", "a,b", "--without-gossip"]))
+print(w.pool_cls.__module__, w.concurrency, w.hostname, ",".join(sorted(w.app.amqp.queues.consume_from)))
+print(",".join(m for m in ("celery.bin.celery", "click_repl", "prompt_toolkit", "pygments") if m in sys.modules))
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "false", **extra}
+    env.setdefault("SECRET_KEY", "roster-test-secret-key-not-for-production")
+    return env
+
+
+def test_the_worker_is_built_from_the_options_without_the_command_line_modules() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120, check=True
+    )
+    settings_line, imported = (result.stdout.strip().splitlines() + [""])[-2:]
+    assert settings_line == "celery.concurrency.thread 3 probe@localhost a,b"
+    assert imported == ""
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(SystemExit):
+        worker_entry.parse(["--concurrency", "0"])
+    with pytest.raises(SystemExit):
+        worker_entry.parse(["--pool", "gevent"])
+
+
+def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url: str) -> None:
+    from config.celery import app
+
+    node = f"roster-test-{secrets.token_hex(4)}@localhost"
+    queue = f"roster-test-{secrets.token_hex(4)}"  # consumes nothing the other tests publish
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "config.worker", "--pool", "solo", "-n", node, "-Q", queue, "-l", "warning"],
+        cwd=ROOT,
+        env=_env(CELERY_BROKER_URL=broker_url),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        replies: list = []
+        deadline = time.monotonic() + 60
+        while not replies and time.monotonic() < deadline and proc.poll() is None:
+            replies = app.control.ping(destination=[node], timeout=1.0)
+        assert replies, f"no ping reply; worker exit code {proc.poll()}"
+        registered = app.control.inspect(destination=[node], timeout=5.0).registered() or {}
+        assert "webhooks.drain" in registered.get(node, [])
+        assert "webhooks.sweep" in registered.get(node, [])
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        proc.stderr.close()

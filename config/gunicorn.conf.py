@@ -72,8 +72,29 @@ def when_ready(server: object) -> None:
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018 - the import side effect is the point
+    _broker_transport_load()
     gc.collect()
     gc.freeze()
+
+
+def _broker_transport_load() -> None:
+    """Import the broker's transport module now, in the master.
+
+    kombu imports it on a process's first publish, so each worker would otherwise import it on its
+    first webhook kick, privately: for Redis that is redis-py, about 6 MB per worker
+    (`python -m bench.memgrowth`). Creating the transport object imports it; nothing connects.
+    """
+    from django.conf import settings
+
+    if not settings.CELERY_BROKER_URL:
+        return  # in-process deliveries, no broker
+    from config.celery import app
+
+    connection = app.connection_for_write()
+    try:
+        connection.transport  # noqa: B018 - the import side effect is the point
+    finally:
+        connection.release()
 
 
 # Behind a TLS-terminating proxy on the same host; widen with FORWARDED_ALLOW_IPS.

@@ -2,8 +2,8 @@
 
 `celery -A config worker` runs the same worker. The difference is memory: the `celery` program
 imports all of its subcommands before it runs one, and its `amqp` shell brings prompt_toolkit,
-pygments and wcwidth (about 165 modules). A worker started here has about 10 MB less resident memory
-(79 vs 89 MB RSS once ready, bench/README.md). The options are the worker options Roster's
+pygments and wcwidth. A worker started here uses about 10 MB less (PSS 72 -> 62 MB at the peak of
+`python -m bench.compare`, bench/README.md). The options are the worker options Roster's
 deployment uses; anything else comes from the CELERY_* settings, as with the `celery` command.
 """
 

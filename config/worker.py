@@ -15,13 +15,14 @@ import sys
 from typing import Any
 
 POOLS = ("threads", "prefork", "solo")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m config.worker", description=__doc__.splitlines()[0])
     parser.add_argument("-P", "--pool", choices=POOLS, default="threads", help="default: threads")
     parser.add_argument("-c", "--concurrency", type=int, default=4, help="threads or processes; default: 4")
-    parser.add_argument("-l", "--loglevel", default="INFO", help="default: INFO")
+    parser.add_argument("-l", "--loglevel", type=str.upper, choices=LOG_LEVELS, default="INFO", help="default: INFO")
     parser.add_argument("-n", "--hostname", default=None, help="node name; default: celery@<host name>")
     parser.add_argument("-Q", "--queues", default=None, help="comma-separated queues; default: all")
     # Cluster chatter between workers, as `celery worker` has them (on unless turned off).
@@ -37,14 +38,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def build(args: argparse.Namespace) -> Any:
     """The worker (celery.apps.worker.Worker, what `celery worker` builds), not yet started."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from celery.utils.log import mlevel
+    import logging
 
     from config.celery import app
 
     return app.Worker(
         pool_cls=args.pool,
         concurrency=args.concurrency,
-        loglevel=mlevel(args.loglevel.upper()),
+        loglevel=logging.getLevelName(args.loglevel),
         hostname=args.hostname,
         queues=args.queues.split(",") if args.queues else None,
         without_gossip=args.without_gossip,

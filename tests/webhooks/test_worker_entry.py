@@ -45,27 +45,30 @@ def test_bad_options_are_refused() -> None:
         worker_entry.parse(["--concurrency", "0"])
     with pytest.raises(SystemExit):
         worker_entry.parse(["--pool", "gevent"])
+    with pytest.raises(SystemExit):
+        worker_entry.parse(["--loglevel", "loud"])
+    assert worker_entry.parse(["-l", "warning"]).loglevel == "WARNING"
 
 
-def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url: str) -> None:
+def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url: str, tmp_path: Path) -> None:
     from config.celery import app
 
     node = f"roster-test-{secrets.token_hex(4)}@localhost"
     queue = f"roster-test-{secrets.token_hex(4)}"  # consumes nothing the other tests publish
+    log = (tmp_path / "worker.log").open("w")  # a file, not a pipe nobody reads while it runs
     proc = subprocess.Popen(
         [sys.executable, "-m", "config.worker", "--pool", "solo", "-n", node, "-Q", queue, "-l", "warning"],
         cwd=ROOT,
         env=_env(CELERY_BROKER_URL=broker_url),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=log,
     )
     try:
         replies: list = []
         deadline = time.monotonic() + 60
         while not replies and time.monotonic() < deadline and proc.poll() is None:
             replies = app.control.ping(destination=[node], timeout=1.0)
-        assert replies, f"no ping reply; worker exit code {proc.poll()}"
+        assert replies, f"no ping reply; exit code {proc.poll()}; log:\n{(tmp_path / 'worker.log').read_text()[-2000:]}"
         registered = app.control.inspect(destination=[node], timeout=5.0).registered() or {}
         assert "webhooks.drain" in registered.get(node, [])
         assert "webhooks.sweep" in registered.get(node, [])
@@ -75,4 +78,4 @@ def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
-        proc.stderr.close()
+        log.close()

@@ -132,7 +132,11 @@ def run_one(
     cpu = meter.stop()
     requests = sum(r.requests for r in results)
     cpu_per_request = {k: round(v * 1000 / requests, 2) for k, v in cpu.items()} if requests else {}
-    log("  CPU ms per request: " + ", ".join(f"{k} {v}" for k, v in cpu_per_request.items()))
+    kernel_per_request = {k: round(v * 1000 / requests, 2) for k, v in meter.kernel.items()} if requests else {}
+    log(
+        "  CPU ms per request (of which kernel): "
+        + ", ".join(f"{k} {v} ({kernel_per_request.get(k, 0.0)})" for k, v in cpu_per_request.items())
+    )
     log(
         f"  webhooks: {webhooks['received']} received, {webhooks['valid']} valid, "
         f"{webhooks['expected_total']} expected (complete={webhooks['complete']}), lag {webhooks['lag_s']} s "
@@ -147,6 +151,7 @@ def run_one(
         "webhooks": webhooks,
         "cpu_seconds": cpu,
         "cpu_ms_per_request": cpu_per_request,
+        "kernel_cpu_ms_per_request": kernel_per_request,
     }
 
 

@@ -192,15 +192,20 @@ def recreate_database(name: str) -> None:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process so far (0 when it is gone)."""
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of one process so far ((0, 0) when it is gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
     except OSError:
-        return 0.0
+        return 0.0, 0.0
     # After the command name: state is field 3, utime/stime are fields 14/15 (1-based, man 5 proc).
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+    return int(fields[11]) / _TICKS, int(fields[12]) / _TICKS
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far (0 when it is gone)."""
+    return sum(cpu_split(pid))
 
 
 def postgres_backends(database: str) -> list[int]:
@@ -229,10 +234,12 @@ class CpuMeter:
 
     def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
         self.groups = groups
-        self._start: dict[str, dict[int, float]] = {}
+        self._start: dict[str, dict[int, tuple[float, float]]] = {}
+        # After stop(): the kernel (system) part of each group's CPU seconds.
+        self.kernel: dict[str, float] = {}
 
-    def _snapshot(self) -> dict[str, dict[int, float]]:
-        return {name: {pid: cpu_seconds(pid) for pid in find()} for name, find in self.groups.items()}
+    def _snapshot(self) -> dict[str, dict[int, tuple[float, float]]]:
+        return {name: {pid: cpu_split(pid) for pid in find()} for name, find in self.groups.items()}
 
     def start(self) -> None:
         self._start = self._snapshot()
@@ -242,5 +249,11 @@ class CpuMeter:
         used: dict[str, float] = {}
         for name, pids in end.items():
             before = self._start.get(name, {})
-            used[name] = round(sum(max(0.0, t - before.get(pid, 0.0)) for pid, t in pids.items()), 3)
+            user = sys_ = 0.0
+            for pid, (u, s) in pids.items():
+                u0, s0 = before.get(pid, (0.0, 0.0))
+                user += max(0.0, u - u0)
+                sys_ += max(0.0, s - s0)
+            used[name] = round(user + sys_, 3)
+            self.kernel[name] = round(sys_, 3)
         return used

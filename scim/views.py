@@ -48,7 +48,8 @@ def _error(exc: ScimError) -> HttpResponse:
 
 
 def _bearer(request: HttpRequest) -> str | None:
-    header = request.headers.get("Authorization", "")
+    # META, not request.headers: the latter builds a dict of every header to answer one lookup.
+    header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, token = header.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None

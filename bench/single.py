@@ -1,0 +1,156 @@
+"""One kind of SCIM request, over and over, against Roster in production shape: CPU per request under load.
+
+    .venv/bin/python -m bench.single                                   # get_404, 6000 requests, c=8, 3 rounds
+    .venv/bin/python -m bench.single --op filter_username --concurrency 1
+    .venv/bin/python -m bench.single --gunicorn-worker-class gthread --gunicorn-threads 2
+
+`compare` gives CPU per request for the whole workload mix; `costs` gives one operation's CPU inside a
+single process with no server and no load. This sits between the two: the same gunicorn + PostgreSQL +
+Celery stack as `compare`, one operation, and the CPU of each process group (user and kernel time) per
+request, so a server setting or a change in the request path can be priced where it runs.
+
+Operations: `get_404` (GET of a user id that does not exist), `filter_username` (GET /Users with
+`filter=userName eq`, on users created first), `create_user` (Okta's POST /Users; each one also makes a
+webhook event, delivered by the Celery worker to an address where nothing listens: the drain's
+failures are part of the cost). Rounds run back to back on one server; the first round also warms the
+workers up, so compare the later ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from bench import systems
+from bench.compare import RESULTS, log
+from bench.httpclient import Client
+from bench.procs import CpuMeter, postgres_backends, process_tree
+from bench.workload import okta_user
+
+OPS = ("get_404", "filter_username", "create_user")
+
+
+def _loop(clients: list[Client], count: int, one: Callable[[Client, int], int], expect: int) -> tuple[float, int]:
+    """`count` requests over the clients' threads; (seconds, requests with another status)."""
+    counter = itertools.count()
+    wrong = [0]
+    lock = threading.Lock()
+
+    def worker(client: Client) -> None:
+        while (i := next(counter)) < count:
+            if one(client, i) != expect:
+                with lock:
+                    wrong[0] += 1
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in clients]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - started, wrong[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--op", choices=OPS, default="get_404")
+    parser.add_argument("--requests", type=int, default=6000, help="per round")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--port", type=int, default=8124)
+    parser.add_argument("--gunicorn-workers", type=int, default=None)
+    parser.add_argument("--gunicorn-worker-class", default=None)
+    parser.add_argument("--gunicorn-threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.requests < 1 or args.concurrency < 1 or args.rounds < 1:
+        parser.error("--requests, --concurrency and --rounds must be at least 1")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    logs = RESULTS / f"logs-single-{stamp}"
+    extra = {
+        k: str(v)
+        for k, v in (("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class), ("GUNICORN_THREADS", args.gunicorn_threads))
+        if v
+    }
+    opts = systems.RosterOptions(
+        port=args.port, database="roster_single", redis_db=11, gunicorn_workers=args.gunicorn_workers, extra_env=extra
+    )
+    log(f"starting Roster (gunicorn + celery) for {args.op} x {args.requests}, c={args.concurrency}...")
+    system = systems.roster_start(opts, logs=logs)
+    try:
+        tag = secrets.token_hex(4)
+        # Port 9 (discard): nothing listens, so deliveries fail fast and are retried later; fine here.
+        scim, secret = systems.roster_directory_create(
+            system, tag=tag, webhook_url="http://127.0.0.1:9/hook", webhook_secret=secrets.token_urlsafe(32)
+        )
+        clients = [Client(system.base_url, token=secret) for _ in range(args.concurrency)]
+        names: list[str] = []
+        serial = itertools.count()
+
+        def create(client: Client, _i: int) -> int:
+            body = okta_user(tag, next(serial))
+            resp = client.request("POST", f"{scim}/Users", body)
+            if resp.status == 201:
+                names.append(body["userName"])
+            return resp.status
+
+        def get_404(client: Client, _i: int) -> int:
+            return client.request("GET", f"{scim}/Users/{uuid.uuid4()}").status
+
+        def filter_username(client: Client, i: int) -> int:
+            query = quote(f'userName eq "{names[i % len(names)]}"', safe="")
+            return client.request("GET", f"{scim}/Users?filter={query}").status
+
+        plans = {"get_404": (get_404, 404), "filter_username": (filter_username, 200), "create_user": (create, 201)}
+        op, expect = plans[args.op]
+        if args.op == "filter_username":
+            _seconds, wrong = _loop(clients, 2000, create, 201)
+            if wrong:
+                raise RuntimeError(f"{wrong} of the 2000 users to filter on were not created")
+        web, worker = system.services[0].pid, system.services[1].pid
+        groups: dict[str, Callable[[], list[int]]] = {
+            "web": lambda: process_tree([web]),
+            "celery": lambda: process_tree([worker]),
+            "postgres": lambda: postgres_backends(opts.database),
+            "load generator": lambda: [os.getpid()],
+        }
+        rounds: list[dict[str, Any]] = []
+        for r in range(args.rounds):
+            meter = CpuMeter(groups)
+            meter.start()
+            seconds, wrong = _loop(clients, args.requests, op, expect)
+            used = meter.stop()
+            n = args.requests
+            row = {
+                "rps": round(n / seconds, 1),
+                "wrong_status": wrong,
+                "cpu_ms": {k: round(v * 1000 / n, 3) for k, v in used.items()},
+                "kernel_ms": {k: round(v * 1000 / n, 3) for k, v in meter.kernel.items()},
+            }
+            rounds.append(row)
+            cpu = ", ".join(f"{k} {row['cpu_ms'][k]:.3f} ({row['kernel_ms'][k]:.3f})" for k in groups)
+            log(f"  round {r + 1}: {row['rps']:.0f} req/s, {wrong} wrong; CPU ms per request (kernel): {cpu}")
+        for c in clients:
+            c.close()
+    finally:
+        system.stop()
+    out = RESULTS / f"single-{args.op}-{stamp}.json"
+    out.write_text(json.dumps({"args": vars(args), "rounds": rounds}, indent=2))
+    log(f"results: {out}")
+    return 1 if any(r["wrong_status"] for r in rounds) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,11 +2,11 @@
 
 The load generator shares the 2 cores with both servers, so whatever it spends per request is
 taken from the system under test (more from Roster, whose processes can use both cores, than from
-Jackson, whose Node process runs on one). `http.client` cost 0.33 ms of CPU per request here,
-most of it in building the request and in parsing the response headers with the email package.
-This client writes the request bytes itself and reads the status line, the headers it needs
-(Content-Length, Transfer-Encoding, Connection) and the body, and nothing else. The README's
-"load generator" section has the before/after numbers.
+Jackson, whose Node process runs on one). `http.client` cost 0.33 ms of CPU per request here, 0.18
+of it in user space (building the request, and parsing every response's headers with the email
+package). This client writes the request bytes itself and reads the status line, the headers it
+needs (Content-Length, Transfer-Encoding, Connection) and the body, and nothing else: 0.18 ms per
+request, 0.06 of it in user space (bench/README.md, session 6).
 
 What it handles: Content-Length bodies, chunked bodies, bodies that end when the server closes,
 responses without a body (HEAD, 1xx, 204, 304), `Connection: close` (gunicorn's sync workers

@@ -62,7 +62,8 @@ class Client:
         self.port = parts.port or 80
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
-        fixed = [f"Host: {self.host}:{self.port}", "Accept: application/scim+json, application/json"]
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 literal goes in brackets
+        fixed = [f"Host: {host}:{self.port}", "Accept: application/scim+json, application/json"]
         if token:
             fixed.append(f"Authorization: Bearer {token}")
         self._fixed = "".join(f"{line}\r\n" for line in fixed)

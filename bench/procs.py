@@ -203,11 +203,6 @@ def cpu_split(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _TICKS, int(fields[12]) / _TICKS
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process so far (0 when it is gone)."""
-    return sum(cpu_split(pid))
-
-
 def postgres_backends(database: str) -> list[int]:
     """PostgreSQL backend processes serving `database` (their title names it: "postgres: user db host")."""
     pids = []

@@ -25,8 +25,6 @@ import os
 import secrets
 import signal
 import sys
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -37,30 +35,9 @@ from bench import systems
 from bench.compare import RESULTS, log
 from bench.httpclient import Client
 from bench.procs import CpuMeter, postgres_backends, process_tree
-from bench.workload import okta_user
+from bench.workload import Outcome, okta_user, run_phase
 
 OPS = ("get_404", "filter_username", "create_user")
-
-
-def _loop(clients: list[Client], count: int, one: Callable[[Client, int], int], expect: int) -> tuple[float, int]:
-    """`count` requests over the clients' threads; (seconds, requests with another status)."""
-    counter = itertools.count()
-    wrong = [0]
-    lock = threading.Lock()
-
-    def worker(client: Client) -> None:
-        while (i := next(counter)) < count:
-            if one(client, i) != expect:
-                with lock:
-                    wrong[0] += 1
-
-    threads = [threading.Thread(target=worker, args=(c,)) for c in clients]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return time.perf_counter() - started, wrong[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,26 +76,28 @@ def main(argv: list[str] | None = None) -> int:
         names: list[str] = []
         serial = itertools.count()
 
-        def create(client: Client, _i: int) -> int:
+        def check(resp: Any, status: int) -> Outcome:
+            return resp, None if resp.status == status else f"HTTP {resp.status} (expected {status})"
+
+        def create(client: Client, _i: int) -> Outcome:
             body = okta_user(tag, next(serial))
             resp = client.request("POST", f"{scim}/Users", body)
             if resp.status == 201:
                 names.append(body["userName"])
-            return resp.status
+            return check(resp, 201)
 
-        def get_404(client: Client, _i: int) -> int:
-            return client.request("GET", f"{scim}/Users/{uuid.uuid4()}").status
+        def get_404(client: Client, _i: int) -> Outcome:
+            return check(client.request("GET", f"{scim}/Users/{uuid.uuid4()}"), 404)
 
-        def filter_username(client: Client, i: int) -> int:
+        def filter_username(client: Client, i: int) -> Outcome:
             query = quote(f'userName eq "{names[i % len(names)]}"', safe="")
-            return client.request("GET", f"{scim}/Users?filter={query}").status
+            return check(client.request("GET", f"{scim}/Users?filter={query}"), 200)
 
-        plans = {"get_404": (get_404, 404), "filter_username": (filter_username, 200), "create_user": (create, 201)}
-        op, expect = plans[args.op]
+        op = {"get_404": get_404, "filter_username": filter_username, "create_user": create}[args.op]
         if args.op == "filter_username":
-            _seconds, wrong = _loop(clients, 2000, create, 201)
-            if wrong:
-                raise RuntimeError(f"{wrong} of the 2000 users to filter on were not created")
+            seeded = run_phase("seed", 2000, create, clients)
+            if seeded.errors:
+                raise RuntimeError(f"{seeded.errors} of the 2000 users to filter on were not created")
         web, worker = system.services[0].pid, system.services[1].pid
         groups: dict[str, Callable[[], list[int]]] = {
             "web": lambda: process_tree([web]),
@@ -130,18 +109,21 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             meter = CpuMeter(groups)
             meter.start()
-            seconds, wrong = _loop(clients, args.requests, op, expect)
+            result = run_phase(args.op, args.requests, op, clients)
             used = meter.stop()
             n = args.requests
             row = {
-                "rps": round(n / seconds, 1),
-                "wrong_status": wrong,
+                **result.summary(),
                 "cpu_ms": {k: round(v * 1000 / n, 3) for k, v in used.items()},
                 "kernel_ms": {k: round(v * 1000 / n, 3) for k, v in meter.kernel.items()},
             }
             rounds.append(row)
             cpu = ", ".join(f"{k} {row['cpu_ms'][k]:.3f} ({row['kernel_ms'][k]:.3f})" for k in groups)
-            log(f"  round {r + 1}: {row['rps']:.0f} req/s, {wrong} wrong; CPU ms per request (kernel): {cpu}")
+            log(
+                f"  round {r + 1}: {result.rps:.0f} req/s, p50 {result.ms(50):.1f} p99 {result.ms(99):.1f} ms, "
+                f"{result.errors} errors; CPU ms per request (kernel): {cpu}"
+                + (f"; first error: {result.error_samples[0]}" if result.error_samples else "")
+            )
         for c in clients:
             c.close()
     finally:
@@ -149,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     out = RESULTS / f"single-{args.op}-{stamp}.json"
     out.write_text(json.dumps({"args": vars(args), "rounds": rounds}, indent=2))
     log(f"results: {out}")
-    return 1 if any(r["wrong_status"] for r in rounds) else 0
+    return 1 if any(r["errors"] for r in rounds) else 0
 
 
 if __name__ == "__main__":

@@ -196,3 +196,8 @@ def test_a_malformed_answer_is_a_protocol_error(server, answer: bytes) -> None:
 def test_only_http_urls() -> None:
     with pytest.raises(ValueError, match="http://"):
         Client("https://example.com")
+
+
+def test_host_header_brackets_an_ipv6_literal() -> None:
+    assert "Host: [::1]:8080\r\n" in Client("http://[::1]:8080")._fixed
+    assert "Host: 127.0.0.1:8080\r\n" in Client("http://127.0.0.1:8080")._fixed

@@ -17,12 +17,15 @@ def _int(name: str, default: int) -> int:
     return int(value) if value else default
 
 
-# Sync workers: a Roster request is short and CPU-bound (parse, 2-3 queries, render), so one request
-# per process is the cheapest model. On 2 cores, sync workers balanced 8 keep-alive clients evenly,
-# while gthread let keep-alive connections pile onto one worker (±50% between runs).
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
+# One request at a time per process (a Roster request is short and CPU-bound: parse, 1-3 queries,
+# render), with the connection kept open between requests: config/keepalive_worker.py. Identity
+# providers reuse their connections; `sync` closes each one after the response, and `gthread` hands
+# each request between two threads. A worker holds at most `worker_connections` connections, so the
+# connections of a busy client spread over the workers (8 clients: 3/3/2 over 3 workers), and a full
+# worker makes room for a waiting client. Measured against `sync` in bench/README.md.
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.keepalive_worker.KeepAliveWorker")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
-worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1000)  # only used by gthread
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 3)
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
 # memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
 workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)
@@ -37,7 +40,9 @@ preload_app = True
 # stuck, and the worker is recycled rather than left hanging.
 timeout = _int("GUNICORN_TIMEOUT", 30)
 graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 20)
-keepalive = 2  # only used by async worker classes; sync workers close after each response
+# Seconds an idle connection is kept. Okta and Entra send bursts of requests, then go quiet; a quiet
+# client's place is better given to another one (a full worker also closes idle ones on demand).
+keepalive = _int("GUNICORN_KEEPALIVE", 2)
 
 # Recycling workers caps slow memory growth; off by default (0) because a restart costs a re-fork and
 # its first requests reopen the database connection. Set e.g. GUNICORN_MAX_REQUESTS=20000 if needed.

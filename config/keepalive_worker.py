@@ -1,0 +1,277 @@
+"""A gunicorn worker that serves one request at a time, like `sync`, and keeps connections open.
+
+gunicorn's `sync` worker closes the connection after every response, so a client that reuses its
+connection (Okta, Entra, any HTTP/1.1 client) pays for a new TCP connection and a lingering close on
+every request, and the worker sleeps and wakes up more often per request. `gthread` keeps
+connections, but passes every request from its polling thread to a pool thread and back, and lets
+connections pile onto whichever worker accepted them first.
+
+This worker is one thread and one selector over the listening socket, the kept-alive connections and
+gunicorn's wake-up pipe. When a connection has a request, the worker reads it, runs the WSGI app and
+writes the response on that same thread, then leaves the connection in the selector for the next one.
+
+How connections are spread over the workers:
+- A worker holds at most `worker_connections` connections and stops watching the listening socket
+  while it is full. So the first worker to wake cannot take every client of a burst.
+- A full worker that sees a client waiting in the listen queue makes room, so no client waits long.
+  It closes its longest-idle connection if that one has been idle for `IDLE_ENOUGH` seconds.
+  Otherwise it marks its busiest connection to close after its next response (`Connection: close`),
+  and the client of that connection reconnects.
+- An idle connection is closed after `keepalive` seconds.
+
+Like `sync`, a worker is busy for the whole of a request, slow clients included. Put a buffering proxy
+in front when clients cannot be trusted to send promptly.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import ssl
+import sys
+import time
+from datetime import datetime
+from typing import Any
+
+from gunicorn import http, sock, util
+from gunicorn.http import wsgi
+from gunicorn.workers.base import Worker
+
+# A connection idle this long when a client is waiting is closed to make room: its client is between
+# requests and will reconnect when it has one.
+IDLE_ENOUGH = 0.05
+# An unread request body is drained before the next request on the connection; a client that takes
+# longer than this to send it loses the connection instead of holding the worker.
+DRAIN_SECONDS = 5.0
+
+_LISTENER = object()
+_PIPE = object()
+
+
+class _Connection:
+    __slots__ = ("addr", "closing", "fd", "idle_since", "listener", "parser", "served", "sock")
+
+    def __init__(self, client: Any, addr: Any, listener: Any, cfg: Any) -> None:
+        self.sock = client
+        self.fd = client.fileno()
+        self.addr = addr
+        self.listener = listener
+        self.parser = http.get_parser(cfg, client, addr)
+        self.served = 0
+        self.closing = False  # answer the next request with Connection: close
+        self.idle_since = time.monotonic()
+
+    def has_buffered_request(self) -> bool:
+        """Whether bytes of a pipelined request were already read off the socket (select() cannot see them)."""
+        buffered = self.parser.unreader.buf
+        buffered.seek(0, os.SEEK_END)
+        return buffered.tell() > 0
+
+
+class KeepAliveWorker(Worker):
+    def init_process(self) -> None:
+        self.selector = selectors.DefaultSelector()
+        self.connections: dict[int, _Connection] = {}
+        self.ready: list[_Connection] = []
+        self.accepting = False
+        self.max_connections = max(1, int(self.cfg.worker_connections))
+        super().init_process()  # runs the loop
+
+    def run(self) -> None:
+        for listener in self.sockets:
+            listener.setblocking(False)
+        self.selector.register(self.PIPE[0], selectors.EVENT_READ, _PIPE)
+        while self.alive:
+            self.notify()
+            # Watch the listener while there is room, and while full until room has been asked for.
+            full = len(self.connections) >= self.max_connections
+            self._accept_enable(not full or not any(c.closing for c in self.connections.values()))
+            self._turn(0.0 if self.ready else self._wait_timeout())
+            self._close_idle(time.monotonic() - self.cfg.keepalive)
+            if self.ppid != os.getppid():
+                self.log.info("Parent changed, shutting down: %s", self)
+                self.alive = False
+        self._shutdown()
+
+    def _turn(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds, then serve one request on each connection that has one."""
+        try:
+            events = self.selector.select(timeout)
+        except OSError as error:
+            if error.errno != errno.EINTR:
+                raise
+            events = []
+        ready, self.ready = self.ready, []
+        for key, _ in events:
+            if key.data is _PIPE:
+                os.read(self.PIPE[0], 4096)  # a signal woke us; the handler has done its part
+            elif key.data is _LISTENER:
+                self._accept_or_make_room(key.fileobj)
+            else:
+                ready.append(key.data)
+        for connection in ready:
+            self._serve(connection)
+
+    def _wait_timeout(self) -> float:
+        timeout = float(self.timeout or 0.5)  # the heartbeat must be written at least this often
+        if self.connections:
+            oldest = min(c.idle_since for c in self.connections.values())
+            timeout = min(timeout, max(0.0, oldest + self.cfg.keepalive - time.monotonic()))
+        return timeout
+
+    def _accept_enable(self, enabled: bool) -> None:
+        if enabled == self.accepting:
+            return
+        for listener in self.sockets:
+            if enabled:
+                self.selector.register(listener, selectors.EVENT_READ, _LISTENER)
+            else:
+                self.selector.unregister(listener)
+        self.accepting = enabled
+
+    def _accept_or_make_room(self, listener: Any) -> None:
+        if len(self.connections) >= self.max_connections:
+            self._make_room()
+            return
+        try:
+            client, addr = listener.accept()
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return  # another worker took it
+        client.setblocking(True)
+        util.close_on_exec(client)
+        if self.cfg.is_ssl:
+            try:
+                client = sock.ssl_wrap_socket(client, self.cfg)
+            except (OSError, ssl.SSLError) as error:
+                self.log.debug("TLS handshake failed: %s", error)
+                client.close()
+                return
+        connection = _Connection(client, addr, listener, self.cfg)
+        self.connections[connection.fd] = connection
+        self.selector.register(client, selectors.EVENT_READ, connection)
+
+    def _make_room(self) -> None:
+        """A client waits in the listen queue and this worker is full (see the module docstring).
+
+        Once a connection is marked to close, the listening socket is left unwatched until that
+        place is free, or this worker would wake up for the waiting client again and again; a
+        worker with room may take the client first.
+        """
+        now = time.monotonic()
+        idle = [c for c in self.connections.values() if c not in self.ready]
+        longest_idle = min(idle, key=lambda c: c.idle_since, default=None)
+        if longest_idle is not None and now - longest_idle.idle_since >= IDLE_ENOUGH:
+            self._close(longest_idle)
+        elif not any(c.closing for c in self.connections.values()):
+            max(self.connections.values(), key=lambda c: c.served).closing = True
+
+    def _close_idle(self, idle_before: float) -> None:
+        for connection in [c for c in self.connections.values() if c.idle_since <= idle_before]:
+            if connection not in self.ready:
+                self._close(connection)
+
+    def _close(self, connection: _Connection, *, graceful: bool = False) -> None:
+        """Forget a connection and close it.
+
+        `graceful` after a response: a lingering close, so that a request body the app left unread
+        does not make the kernel reset the connection before the client has read the response. An
+        idle connection has nothing in flight and is closed at once, which does not keep the worker
+        waiting on the client's side of the close.
+        """
+        if self.connections.pop(connection.fd, None) is None:
+            return
+        try:
+            self.selector.unregister(connection.sock)
+        except (KeyError, ValueError):
+            pass
+        if graceful:
+            util.close_graceful(connection.sock)
+        else:
+            connection.sock.close()
+
+    def _shutdown(self) -> None:
+        """Answer requests already sent (with Connection: close, since the worker is stopping), close the rest."""
+        self._accept_enable(False)
+        if self.connections:
+            self._turn(0.0)
+        for connection in list(self.connections.values()):
+            self._close(connection)
+        self.selector.close()
+
+    def _serve(self, connection: _Connection) -> None:
+        if connection.fd not in self.connections:
+            return  # closed earlier in this turn
+        keep = False
+        req = None
+        try:
+            req = next(connection.parser)
+            keep = self._handle_request(connection, req)
+            keep = keep and connection.parser.finish_body(deadline=time.monotonic() + DRAIN_SECONDS)
+        except http.errors.NoMoreData as error:
+            self.log.debug("Ignored premature client disconnection. %s", error)
+        except StopIteration as error:
+            self.log.debug("Closing connection. %s", error)
+        except ssl.SSLError as error:
+            if error.args[0] != ssl.SSL_ERROR_EOF:
+                self.log.debug("Error processing SSL request.")
+                self.handle_error(req, connection.sock, connection.addr, error)
+        except OSError as error:
+            if error.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+                self.log.exception("Socket error processing request.")
+        except BaseException as error:  # noqa: BLE001 - as sync: a 400 or 500 to the client, then close
+            self.handle_error(req, connection.sock, connection.addr, error)
+        if not keep:
+            self._close(connection, graceful=True)
+            return
+        connection.idle_since = time.monotonic()
+        if connection.has_buffered_request():
+            self.ready.append(connection)
+
+    def _handle_request(self, connection: _Connection, req: Any) -> bool:
+        """Run the app for one request; whether the connection may carry another."""
+        environ: dict[str, Any] = {}
+        resp = None
+        try:
+            self.cfg.pre_request(self, req)
+            request_start = datetime.now()
+            resp, environ = wsgi.create(
+                req, connection.sock, connection.addr, connection.listener.getsockname(), self.cfg
+            )
+            self.nr += 1
+            connection.served += 1
+            if self.nr >= self.max_requests and self.alive:
+                self.log.info("Autorestarting worker after current request.")
+                self.alive = False
+            if not self.alive or not self.cfg.keepalive or connection.closing:
+                resp.force_close()
+            respiter = self.wsgi(environ, resp.start_response)
+            if not self.alive:
+                resp.force_close()  # told to stop while the app ran; the headers are not out yet
+            try:
+                if isinstance(respiter, environ["wsgi.file_wrapper"]):
+                    resp.write_file(respiter)
+                else:
+                    for item in respiter:
+                        resp.write(item)
+                resp.close()
+            finally:
+                self.log.access(resp, req, environ, datetime.now() - request_start)
+                if hasattr(respiter, "close"):
+                    respiter.close()
+            return not resp.should_close()
+        except OSError:
+            util.reraise(*sys.exc_info())
+        except (Exception, SystemExit):
+            if resp and resp.headers_sent:
+                # The response has started: a 500 written now would corrupt it.
+                self.log.exception("Error handling request")
+                raise StopIteration() from None
+            raise
+        finally:
+            try:
+                self.cfg.post_request(self, req, environ, resp)
+            except Exception:
+                self.log.exception("Exception in post_request hook")

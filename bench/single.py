@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gunicorn-workers", type=int, default=None)
     parser.add_argument("--gunicorn-worker-class", default=None)
     parser.add_argument("--gunicorn-threads", type=int, default=None)
+    parser.add_argument("--gunicorn-worker-connections", type=int, default=None)
     args = parser.parse_args(argv)
     if args.requests < 1 or args.concurrency < 1 or args.rounds < 1:
         parser.error("--requests, --concurrency and --rounds must be at least 1")
@@ -58,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     logs = RESULTS / f"logs-single-{stamp}"
     extra = {
         k: str(v)
-        for k, v in (("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class), ("GUNICORN_THREADS", args.gunicorn_threads))
+        for k, v in (
+            ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
+            ("GUNICORN_THREADS", args.gunicorn_threads),
+            ("GUNICORN_WORKER_CONNECTIONS", args.gunicorn_worker_connections),
+        )
         if v
     }
     opts = systems.RosterOptions(

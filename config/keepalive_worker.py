@@ -19,15 +19,19 @@ How connections are spread over the workers:
   and the client of that connection reconnects.
 - An idle connection is closed after `keepalive` seconds.
 
-Like `sync`, a worker is busy for the whole of a request, slow clients included. Put a buffering proxy
-in front when clients cannot be trusted to send promptly.
+Like `sync`, a worker is busy for the whole of a request, slow clients included. Unlike `sync`, a
+socket read or write that waits longer than half the worker timeout gives up that one connection
+(`sync` would wait until the master kills the worker, and here that would drop the worker's other
+connections too). Put a buffering proxy in front when clients cannot be trusted to send promptly.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import select
 import selectors
+import socket
 import ssl
 import sys
 import time
@@ -67,6 +71,19 @@ class _Connection:
         buffered = self.parser.unreader.buf
         buffered.seek(0, os.SEEK_END)
         return buffered.tell() > 0
+
+
+def _has_data(client: Any) -> bool:
+    """Whether a request (or the client's close) is waiting on the socket.
+
+    A connection whose request arrived while the worker was busy with others has been "idle" for as
+    long as that took; closing it then would throw its request away (and reset the connection)."""
+    try:
+        if not select.select([client], [], [], 0)[0]:
+            return False
+        return client.recv(1, socket.MSG_PEEK) != b""  # b"": the client closed
+    except OSError:
+        return False  # broken: close it
 
 
 class KeepAliveWorker(Worker):
@@ -140,7 +157,8 @@ class KeepAliveWorker(Worker):
             if error.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
                 raise
             return  # another worker took it
-        client.setblocking(True)
+        # Blocking, with a bound on each read and write (self.timeout is half gunicorn's worker timeout).
+        client.settimeout(float(self.timeout or 15.0))
         util.close_on_exec(client)
         if self.cfg.is_ssl:
             try:
@@ -161,16 +179,16 @@ class KeepAliveWorker(Worker):
         worker with room may take the client first.
         """
         now = time.monotonic()
-        idle = [c for c in self.connections.values() if c not in self.ready]
-        longest_idle = min(idle, key=lambda c: c.idle_since, default=None)
-        if longest_idle is not None and now - longest_idle.idle_since >= IDLE_ENOUGH:
+        idle = [c for c in self.connections.values() if c not in self.ready and now - c.idle_since >= IDLE_ENOUGH]
+        longest_idle = next((c for c in sorted(idle, key=lambda c: c.idle_since) if not _has_data(c.sock)), None)
+        if longest_idle is not None:
             self._close(longest_idle)
         elif not any(c.closing for c in self.connections.values()):
             max(self.connections.values(), key=lambda c: c.served).closing = True
 
     def _close_idle(self, idle_before: float) -> None:
         for connection in [c for c in self.connections.values() if c.idle_since <= idle_before]:
-            if connection not in self.ready:
+            if connection not in self.ready and not _has_data(connection.sock):
                 self._close(connection)
 
     def _close(self, connection: _Connection, *, graceful: bool = False) -> None:
@@ -205,10 +223,12 @@ class KeepAliveWorker(Worker):
         if connection.fd not in self.connections:
             return  # closed earlier in this turn
         keep = False
+        answered = False  # a response (or an error page) went out: close gracefully after it
         req = None
         try:
             req = next(connection.parser)
             keep = self._handle_request(connection, req)
+            answered = True
             keep = keep and connection.parser.finish_body(deadline=time.monotonic() + DRAIN_SECONDS)
         except http.errors.NoMoreData as error:
             self.log.debug("Ignored premature client disconnection. %s", error)
@@ -218,13 +238,17 @@ class KeepAliveWorker(Worker):
             if error.args[0] != ssl.SSL_ERROR_EOF:
                 self.log.debug("Error processing SSL request.")
                 self.handle_error(req, connection.sock, connection.addr, error)
+                answered = True
+        except TimeoutError:
+            self.log.debug("Closing a connection that stalled for %ss.", self.timeout)
         except OSError as error:
             if error.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
                 self.log.exception("Socket error processing request.")
         except BaseException as error:  # noqa: BLE001 - as sync: a 400 or 500 to the client, then close
             self.handle_error(req, connection.sock, connection.addr, error)
+            answered = True
         if not keep:
-            self._close(connection, graceful=True)
+            self._close(connection, graceful=answered)
             return
         connection.idle_since = time.monotonic()
         if connection.has_buffered_request():

@@ -30,7 +30,7 @@ def app(environ: dict, start_response: object) -> list[bytes]:
     if path == "/boom":
         raise RuntimeError("boom")
     if path == "/slow":
-        time.sleep(0.2)
+        time.sleep(float(environ.get("QUERY_STRING") or 0.2))
     body_length = 0 if path == "/unread" else len(environ["wsgi.input"].read())
     payload = json.dumps(
         {"path": path, "pid": os.getpid(), "client_port": environ["REMOTE_PORT"], "body_length": body_length}
@@ -263,3 +263,32 @@ def test_stopping_answers_the_request_in_flight_and_closes_idle_connections(serv
         assert (status, json.loads(body)["path"], headers["connection"]) == (200, "/slow", "close")
         assert closed_by_peer(idle)
     assert server.process.wait(timeout=30) == 0
+
+
+def test_a_client_that_stalls_mid_request_loses_its_connection_not_the_worker(server_factory) -> None:  # noqa: ANN001
+    # Reads and writes give up after 2 s (half the worker timeout); idle connections stay 10 s.
+    server = server_factory(timeout=4, **{"keep-alive": 10})
+    with server.connect() as first:
+        pid = json.loads(exchange(first, "GET", "/first")[2])["pid"]
+        with server.connect() as staller, server.connect() as other:
+            staller.sendall(b"GET /never-finished HTTP/1.1\r\nHost: te")
+            time.sleep(0.1)  # the worker is now reading the staller's request
+            other.sendall(request_bytes("GET", "/other"))
+            status, _, body = read_response(other)
+            assert (status, json.loads(body)["path"]) == (200, "/other")
+            assert closed_by_peer(staller)
+        status, _, body = exchange(first, "GET", "/again")  # the same worker, the same connection
+    assert (status, json.loads(body)["pid"]) == (200, pid)
+
+
+def test_a_request_that_came_while_the_worker_was_busy_is_not_closed_as_idle(server_factory) -> None:  # noqa: ANN001
+    server = server_factory(**{"keep-alive": 1})
+    with server.connect() as slow, server.connect() as waiting:
+        assert exchange(slow, "GET", "/warm")[0] == 200
+        assert exchange(waiting, "GET", "/warm")[0] == 200
+        slow.sendall(request_bytes("GET", "/slow?1.5"))  # longer than the keep-alive time
+        time.sleep(0.2)
+        waiting.sendall(request_bytes("GET", "/queued"))
+        assert read_response(slow)[0] == 200
+        status, _, body = read_response(waiting)
+    assert (status, json.loads(body)["path"]) == (200, "/queued")

@@ -18,14 +18,14 @@ def _int(name: str, default: int) -> int:
 
 
 # One request at a time per process (a Roster request is short and CPU-bound: parse, 1-3 queries,
-# render), with the connection kept open between requests: config/keepalive_worker.py. Identity
-# providers reuse their connections; `sync` closes each one after the response, and `gthread` hands
-# each request between two threads. A worker holds at most `worker_connections` connections, so the
-# connections of a busy client spread over the workers (8 clients: 3/3/2 over 3 workers), and a full
-# worker makes room for a waiting client. Measured against `sync` in bench/README.md.
+# render), keeping a client's connection open between its requests while no other client is waiting
+# for a worker: config/keepalive_worker.py. An identity provider pushing changes one by one keeps its
+# connection (gunicorn's `sync` closes it after every response); when more clients than workers are
+# busy, each response hands its client back to the shared queue, as `sync` does, which keeps latency
+# as even as `sync`'s. Measured against `sync` and `gthread` in bench/README.md.
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.keepalive_worker.KeepAliveWorker")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
-worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 3)
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1)  # kept connections per worker
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
 # memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
 workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)

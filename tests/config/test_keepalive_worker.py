@@ -292,3 +292,18 @@ def test_a_request_that_came_while_the_worker_was_busy_is_not_closed_as_idle(ser
         assert read_response(slow)[0] == 200
         status, _, body = read_response(waiting)
     assert (status, json.loads(body)["path"]) == (200, "/queued")
+
+
+def test_a_connection_goes_back_to_the_queue_when_another_client_waits(server: Server) -> None:
+    # The worker has room for more connections, but a client that waits in the listen queue while
+    # the worker is busy is served before this connection's next request, as under `sync`.
+    with server.connect() as kept:
+        assert exchange(kept, "GET", "/first")[1]["connection"] == "keep-alive"
+        kept.sendall(request_bytes("GET", "/slow?0.3"))
+        time.sleep(0.1)
+        with server.connect() as newcomer:
+            newcomer.sendall(request_bytes("GET", "/newcomer"))
+            status, headers, _ = read_response(kept)
+            assert (status, headers["connection"]) == (200, "close")
+            status, _, body = read_response(newcomer)
+            assert (status, json.loads(body)["path"]) == (200, "/newcomer")

@@ -26,7 +26,7 @@ from django.db import transaction
 from directories.models import Directory
 from directories.selectors import directory_get
 from scim import schemas as discovery
-from scim import services
+from scim import services, statements
 from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
 from scim.filter_query import Equality, filter_plan
 from scim.rendering import Projection, group_resource, user_resource
@@ -153,10 +153,18 @@ def _projection(query: dict[str, Any]) -> Projection:
 
 
 def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -> FirstRead | None:
-    """What a GET of one user, or of a page of users (unfiltered or filtered by one equality), reads
-    first, so that it can come with the authentication's directory lookup. None for anything else, or
-    a request that is invalid (its error is raised after authentication, as for any request)."""
-    if method != "GET" or resource_type != "users" or not isinstance(query, dict):
+    """What a request reads first, so that it can come with the authentication's directory lookup: the
+    user of a GET, PUT, PATCH or DELETE of one user (the writes' unlocked read, scim.services), or a
+    page of users of a GET (unfiltered or filtered by one equality). None for anything else, or a
+    request that is invalid (its error is raised after authentication, as for any request)."""
+    if resource_type != "users" or not isinstance(query, dict):
+        return None
+    if method in ("PUT", "PATCH", "DELETE") and resource_id and statements.enabled():
+        try:
+            return FirstRead("user", user_id=uuid.UUID(str(resource_id)))
+        except ValueError:
+            return None
+    if method != "GET":
         return None
     if resource_id:
         try:
@@ -277,14 +285,16 @@ def _route(
         raise ScimError(405, f"{method} is not allowed on /{'Users' if users else 'Groups'}.")
     if method == "GET":
         return (*(handler.user_get(resource_id) if users else handler.group_get(resource_id)), [])
+    # The user a write reads first, when it came with the authentication (None: it did not).
+    known = read.rows if read is not None and read.matches("user") else None
     if method == "DELETE":
         if users:
-            return 204, None, services.scim_user_delete(directory=directory, user_id=resource_id)
+            return 204, None, services.scim_user_delete(directory=directory, user_id=resource_id, known=known)
         return 204, None, services.scim_group_delete(directory=directory, group_id=resource_id)
     if method in ("PUT", "PATCH"):
         if users:
             write = services.scim_user_replace if method == "PUT" else services.scim_user_patch
-            user, events = write(directory=directory, user_id=resource_id, body=body)
+            user, events = write(directory=directory, user_id=resource_id, body=body, known=known)
             return 200, _projection(query).apply(user_resource(user)), events
         write_group = services.scim_group_replace if method == "PUT" else services.scim_group_patch
         group, events = write_group(directory=directory, group_id=resource_id, body=body)

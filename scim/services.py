@@ -86,12 +86,23 @@ def _user_apply(user: DirectoryUser, build: Any) -> list[str] | None:
     return [*new_values, "raw"]
 
 
-def _user_write(*, directory: Directory, user_id: Any, build: Any) -> tuple[DirectoryUser, Events]:
+def _user_unlocked(*, directory: Directory, user_id: Any, known: list[DirectoryUser] | None) -> DirectoryUser | None:
+    """The user as the single-statement path reads it, without a lock: `known` when the request read it
+    with its authentication (scim.api; [] when there is no such user), else read now."""
+    if known is not None:
+        return known[0] if known else None
+    return scim_user_get(directory=directory, user_id=user_id)
+
+
+def _user_write(
+    *, directory: Directory, user_id: Any, build: Any, known: list[DirectoryUser] | None = None
+) -> tuple[DirectoryUser, Events]:
     """Compute the user's new document with `build(user)` and write it if it changed: in one statement
-    conditional on the row being unchanged (PostgreSQL), else, or when it changed, under its row lock."""
+    conditional on the row being unchanged (PostgreSQL), else, or when it changed, under its row lock.
+    `known`: see `_user_unlocked`."""
     try:
         if statements.enabled():
-            user = scim_user_get(directory=directory, user_id=user_id)
+            user = _user_unlocked(directory=directory, user_id=user_id, known=known)
             if user is None:
                 raise not_found("User")
             read_at = user.updated_at
@@ -115,7 +126,9 @@ def _user_write(*, directory: Directory, user_id: Any, build: Any) -> tuple[Dire
     return user, events
 
 
-def scim_user_replace(*, directory: Directory, user_id: Any, body: Any) -> tuple[DirectoryUser, Events]:
+def scim_user_replace(
+    *, directory: Directory, user_id: Any, body: Any, known: list[DirectoryUser] | None = None
+) -> tuple[DirectoryUser, Events]:
     body = require_object(body)
 
     def build(user: DirectoryUser) -> dict[str, Any]:
@@ -124,17 +137,23 @@ def scim_user_replace(*, directory: Directory, user_id: Any, body: Any) -> tuple
             doc["active"] = user.active  # decision: PUT without `active` keeps it (INTEROP O10)
         return doc
 
-    return _user_write(directory=directory, user_id=user_id, build=build)
+    return _user_write(directory=directory, user_id=user_id, build=build, known=known)
 
 
-def scim_user_patch(*, directory: Directory, user_id: Any, body: Any) -> tuple[DirectoryUser, Events]:
+def scim_user_patch(
+    *, directory: Directory, user_id: Any, body: Any, known: list[DirectoryUser] | None = None
+) -> tuple[DirectoryUser, Events]:
     operations = patch_operations(body)
-    return _user_write(directory=directory, user_id=user_id, build=lambda user: user_patch(user.raw, operations))
+
+    def build(user: DirectoryUser) -> dict[str, Any]:
+        return user_patch(user.raw, operations)
+
+    return _user_write(directory=directory, user_id=user_id, build=build, known=known)
 
 
-def scim_user_delete(*, directory: Directory, user_id: Any) -> Events:
+def scim_user_delete(*, directory: Directory, user_id: Any, known: list[DirectoryUser] | None = None) -> Events:
     if statements.enabled():
-        user = scim_user_get(directory=directory, user_id=user_id)
+        user = _user_unlocked(directory=directory, user_id=user_id, known=known)
         if user is None:
             raise not_found("User")
         events = statements.user_delete(directory=directory, user=user)

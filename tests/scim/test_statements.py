@@ -103,7 +103,7 @@ def test_user_patch_is_read_plus_one_conditional_statement(scim_hooked: Scim, ki
         lambda: scim_hooked.ops(f"/Users/{created['id']}", {"op": "replace", "path": "active", "value": False})
     )
     assert status == 200 and body["active"] is False
-    assert queries == 3  # authenticate, read the user, update + event
+    assert queries == 2  # authenticate with the user's row (one query), update + event
     user = DirectoryUser.objects.get(pk=created["id"])
     assert user.active is False and user.raw["active"] is False and user.updated_at > before
     assert [(t, d["active"]) for t, d in _events(scim_hooked.directory)] == [
@@ -114,8 +114,28 @@ def test_user_patch_is_read_plus_one_conditional_statement(scim_hooked: Scim, ki
     (status, _), queries = _count(
         lambda: scim_hooked.ops(f"/Users/{created['id']}", {"op": "replace", "path": "active", "value": False})
     )
-    assert status == 200 and queries == 2
+    assert status == 200 and queries == 1
     assert len(_events(scim_hooked.directory)) == 2
+
+
+def test_a_user_write_reads_the_user_only_for_an_authenticated_request(
+    scim_hooked: Scim, scim_b: Scim, kicks: list
+) -> None:
+    # The user's row comes in the authentication's query, before the secret is checked: a wrong
+    # secret, another directory's user or an unknown id must still get exactly what they got before.
+    _, mine = scim_hooked.post("/Users", user_body("ida@x.io"))
+    _, theirs = scim_b.post("/Users", user_body("jon@x.io"))
+    deactivate = {"op": "replace", "path": "active", "value": False}
+    intruder = Scim(scim_hooked.directory, secret="wrong-secret")
+    assert intruder.ops(f"/Users/{mine['id']}", deactivate)[0] == 401
+    assert intruder.delete(f"/Users/{mine['id']}")[0] == 401
+    (status, _), queries = _count(lambda: scim_hooked.ops(f"/Users/{theirs['id']}", deactivate))
+    assert status == 404 and queries == 1
+    assert scim_hooked.delete(f"/Users/{theirs['id']}")[0] == 404
+    assert scim_hooked.put(f"/Users/{uuid.uuid4()}", user_body("ida@x.io"))[0] == 404
+    assert DirectoryUser.objects.get(pk=mine["id"]).active is True
+    assert DirectoryUser.objects.get(pk=theirs["id"]).active is True
+    assert [t for t, _ in _events(scim_hooked.directory)] == ["user.created"]
 
 
 def test_user_update_with_a_stale_read_writes_nothing(scim_hooked: Scim, kicks: list) -> None:
@@ -153,7 +173,7 @@ def test_user_delete_removes_memberships_and_records_the_event(scim_hooked: Scim
     _, user = scim_hooked.post("/Users", user_body("gus@x.io"))
     _, group = scim_hooked.post("/Groups", group_body("G", members=[user["id"]]))
     (status, _), queries = _count(lambda: scim_hooked.delete(f"/Users/{user['id']}"))
-    assert status == 204 and queries == 3  # authenticate, read, delete user + memberships + event
+    assert status == 204 and queries == 2  # authenticate with the user's row, delete user + memberships + event
     assert not DirectoryUser.objects.filter(pk=user["id"]).exists()
     assert not GroupMembership.objects.filter(group_id=group["id"]).exists()
     event_type, data = _events(scim_hooked.directory)[-1]

@@ -27,6 +27,7 @@ from directories.models import Directory
 from directories.selectors import directory_get
 from scim import schemas as discovery
 from scim import services, statements
+from scim.documents import patch_operations
 from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
 from scim.filter_query import Equality, filter_plan
 from scim.rendering import Projection, group_resource, user_resource
@@ -152,11 +153,14 @@ def _projection(query: dict[str, Any]) -> Projection:
     return Projection(query.get("attributes"), query.get("excludedAttributes"))
 
 
-def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -> FirstRead | None:
+def _first_read(method: str, resource_type: str, resource_id: Any, query: Any, body: Any) -> FirstRead | None:
     """What a request reads first, so that it can come with the authentication's directory lookup: the
-    user of a GET, PUT, PATCH or DELETE of one user (the writes' unlocked read, scim.services), or a
-    page of users of a GET (unfiltered or filtered by one equality). None for anything else, or a
-    request that is invalid (its error is raised after authentication, as for any request)."""
+    user of a GET, PUT, PATCH or DELETE of one user (the writes' unlocked read, scim.services), a
+    page of users of a GET (unfiltered or filtered by one equality), or the group and users of a
+    PATCH that only adds members. None for anything else, or a request that is invalid (its error is
+    raised after authentication, as for any request)."""
+    if resource_type == "groups" and method == "PATCH" and resource_id and statements.enabled():
+        return _members_read(resource_id, body)
     if resource_type != "users" or not isinstance(query, dict):
         return None
     if method in ("PUT", "PATCH", "DELETE") and resource_id and statements.enabled():
@@ -180,6 +184,23 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -
     if condition is not None and not isinstance(condition, Equality):
         return None
     return FirstRead("users", equality=condition, start_index=start, count=count)
+
+
+def _members_read(group_id: Any, body: Any) -> FirstRead | None:
+    """A member add's group and users (scim.services.members_added). The body is parsed for it before
+    authentication, and kept (`FirstRead.body`) so that it is not parsed twice; an invalid body is
+    left for after authentication, which reports it as for any request."""
+    try:
+        group_pk = uuid.UUID(str(group_id))
+        parsed = parse_json(body) if isinstance(body, bytes | str) else body
+        if parsed is not None and not isinstance(body, bytes | str):
+            check_json(parsed)
+        user_ids = services.members_added(patch_operations(parsed))
+    except (ValueError, ScimError):
+        return None
+    if user_ids is None:
+        return None
+    return FirstRead("members", group_id=group_pk, user_ids=user_ids, body=parsed)
 
 
 class _Handler:
@@ -296,8 +317,13 @@ def _route(
             write = services.scim_user_replace if method == "PUT" else services.scim_user_patch
             user, events = write(directory=directory, user_id=resource_id, body=body, known=known)
             return 200, _projection(query).apply(user_resource(user)), events
-        write_group = services.scim_group_replace if method == "PUT" else services.scim_group_patch
-        group, events = write_group(directory=directory, group_id=resource_id, body=body)
+        if method == "PUT":
+            group, events = services.scim_group_replace(directory=directory, group_id=resource_id, body=body)
+        else:
+            members = (read.user_ids, read.members) if read is not None and read.members is not None else None
+            group, events = services.scim_group_patch(
+                directory=directory, group_id=resource_id, body=body, known=members
+            )
         projection = _projection(query)
         if method == "PATCH" and not projection.attributes:
             # Entra prefers 204 for group PATCH and never needs the member list back (INTEROP E8).
@@ -317,7 +343,7 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
         resource_type = str(request.get("resourceType") or "").strip("/").lower()
         resource_id = request.get("resourceId") or None
         query = request.get("query") or {}
-        read = _first_read(method, resource_type, resource_id, query)
+        read = _first_read(method, resource_type, resource_id, query, request.get("body"))
         directory = authenticate(request.get("directoryId"), request.get("apiSecret"), read=read)
         if not isinstance(query, dict):
             raise invalid_value("query must be an object.")
@@ -325,7 +351,9 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
         if allowed is not None and method not in allowed:
             raise ScimError(405, f"{method} is not allowed here; use {', '.join(allowed)}.")
         body = request.get("body")
-        if resource_type not in ("users", "groups"):
+        if read is not None and read.body is not None:
+            body = read.body  # parsed and checked before authentication, for the read
+        elif resource_type not in ("users", "groups"):
             body = None  # discovery and unknown routes answer 405/404/501 before looking at a body
         elif isinstance(body, bytes | str):
             body = parse_json(body) if method in ("POST", "PUT", "PATCH") else None

@@ -59,12 +59,28 @@ def scim_group_get(*, directory: Directory, group_id: Any, for_update: bool = Fa
     return _groups.first(sql, [_groups.param("id", directory.id), _groups.param("id", pk)])
 
 
+GroupWithUsers = tuple[DirectoryGroup | None, dict[uuid.UUID, DirectoryUser]]
+
+
 class FirstRead:
     """A read that comes with the directory lookup of the request's authentication (one round trip for
-    both, see `scim_directory_with`). `kind` is "user" (by id) or "users" (a page, unfiltered or
-    filtered by one equality)."""
+    both, see `scim_directory_with`). `kind` is "user" (by id), "users" (a page, unfiltered or
+    filtered by one equality) or "members" (a group and the users of `user_ids`, for a PATCH that only
+    adds members; `body` is that request's parsed body)."""
 
-    __slots__ = ("count", "equality", "kind", "page", "rows", "start_index", "user_id")
+    __slots__ = (
+        "body",
+        "count",
+        "equality",
+        "group_id",
+        "kind",
+        "members",
+        "page",
+        "rows",
+        "start_index",
+        "user_id",
+        "user_ids",
+    )
 
     def __init__(
         self,
@@ -74,11 +90,16 @@ class FirstRead:
         equality: Equality | None = None,
         start_index: int = 1,
         count: int = 0,
+        group_id: uuid.UUID | None = None,
+        user_ids: list[uuid.UUID] | None = None,
+        body: Any = None,
     ) -> None:
         self.kind, self.user_id, self.equality = kind, user_id, equality
         self.start_index, self.count = start_index, count
+        self.group_id, self.user_ids, self.body = group_id, user_ids, body
         self.rows: list[Any] | None = None  # set by scim_directory_with
         self.page: UsersPage | None = None  # an unfiltered page: set and read by scim_directory_with
+        self.members: GroupWithUsers | None = None  # "members": set by scim_directory_with
 
     def matches(self, kind: str, **values: Any) -> bool:
         """Whether this is the read the handler is about to make (`rows` may still be None: the database
@@ -105,6 +126,8 @@ def scim_directory_with(*, directory_id: Any, read: FirstRead | None) -> Directo
         return _directories.first(_directories.sql('{table}."id" = %s'), [_directories.param("id", pk)])
     table = _directories.table()
     owner = f'{{table}}."directory_id" = {table}."id"'
+    if read.kind == "members":
+        return _directory_with_members(pk, read)
     page = None
     if read.kind == "user":
         reader = _users
@@ -262,31 +285,55 @@ def scim_directory_users_by_id(
     return {row.id: row for row in rows}
 
 
-def scim_group_with_users(
-    *, directory: Directory, group_id: Any, user_ids: list[uuid.UUID]
-) -> tuple[DirectoryGroup | None, dict[uuid.UUID, DirectoryUser]]:
-    """A group of this directory and the users of this directory among `user_ids`, in one query (a
-    member PATCH needs both before it writes): the group's row joined with each user found."""
-    pk = _pk(group_id)
-    if pk is None:
-        return None, {}
-    group_columns, width = _groups.columns()
-    user_columns, _ = _users.columns()
+def _group_with_users_sql(user_ids: list[uuid.UUID], *, directory: str) -> tuple[str, list[Any], int, int]:
+    """SELECT of a group of the directory `directory` (SQL) and of that directory's users among
+    `user_ids`: the group's row joined with each user found (none: one row of NULL user columns).
+    Returns the SQL with its parameters (the group's id last) and the widths of the two parts."""
+    group_columns, group_width = _groups.columns()
+    user_columns, user_width = _users.columns()
     groups, users = _groups.table(), _users.table()
     marks = ", ".join(["%s"] * len(user_ids)) or "NULL"
     sql = (
         f"SELECT {group_columns}, {user_columns} FROM {groups} LEFT JOIN {users} "  # noqa: S608
         f'ON {users}."directory_id" = {groups}."directory_id" AND {users}."id" IN ({marks}) '
-        f'WHERE {groups}."directory_id" = %s AND {groups}."id" = %s'
+        f'WHERE {groups}."directory_id" = {directory} AND {groups}."id" = %s'
     )
-    params = [*(_users.param("id", u) for u in user_ids), _groups.param("id", directory.id), _groups.param("id", pk)]
+    return sql, [_users.param("id", u) for u in user_ids], group_width, user_width
+
+
+def _group_with_users_build(rows: list[Any], group_width: int) -> GroupWithUsers:
+    if not rows or rows[0][0] is None:
+        return None, {}
+    found = [_users.build(row[group_width:]) for row in rows if row[group_width] is not None]
+    return _groups.build(rows[0][:group_width]), {user.id: user for user in found}
+
+
+def _directory_with_members(pk: uuid.UUID, read: FirstRead) -> Directory | None:
+    """scim_directory_with for a "members" read: the directory LEFT JOIN LATERAL the group and users."""
+    table = _directories.table()
+    inner, params, group_width, user_width = _group_with_users_sql(read.user_ids or [], directory=f'{table}."id"')
+    columns, width = _directories.columns()
+    sql = f'SELECT {columns}, t.* FROM {table} LEFT JOIN LATERAL ({inner}) AS t ON TRUE WHERE {table}."id" = %s'  # noqa: S608
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [*params, read.group_id, pk])
         rows = cursor.fetchall()
     if not rows:
+        return None
+    read.members = _group_with_users_build([row[width:] for row in rows], group_width)
+    return _directories.build(rows[0][:width])
+
+
+def scim_group_with_users(*, directory: Directory, group_id: Any, user_ids: list[uuid.UUID]) -> GroupWithUsers:
+    """A group of this directory and the users of this directory among `user_ids`, in one query (a
+    member PATCH needs both before it writes)."""
+    pk = _pk(group_id)
+    if pk is None:
         return None, {}
-    found = [_users.build(row[width:]) for row in rows if row[width] is not None]
-    return _groups.build(rows[0][:width]), {user.id: user for user in found}
+    sql, params, group_width, _ = _group_with_users_sql(user_ids, directory="%s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, _groups.param("id", directory.id), _groups.param("id", pk)])
+        rows = cursor.fetchall()
+    return _group_with_users_build(rows, group_width)
 
 
 def scim_group_member_ids(*, group: DirectoryGroup) -> list[uuid.UUID]:

@@ -36,6 +36,7 @@ from scim.documents import (
 )
 from scim.errors import ScimError, invalid_value, not_found
 from scim.selectors import (
+    GroupWithUsers,
     scim_directory_users_by_id,
     scim_group_get,
     scim_group_member_ids,
@@ -328,14 +329,29 @@ def scim_group_create(*, directory: Directory, body: Any) -> tuple[DirectoryGrou
     return group, events
 
 
+def members_added(operations: list[tuple[str, Any, Any, bool]]) -> list[uuid.UUID] | None:
+    """The user ids of a group PATCH whose operations only add members (Okta sends one PATCH per
+    member), in order and without repeats; None for any other PATCH, one with a malformed member (the
+    locked path answers it: 404 for an unknown group comes first) or one adding more than CHUNK."""
+    if not all(op == "add" and (path or "").strip().lower() == "members" for op, path, *_ in operations):
+        return None
+    try:
+        user_ids = list(dict.fromkeys(i for _o, _p, value, _h in operations for i in member_ids(value, strict=True)))
+    except ScimError:
+        return None
+    return user_ids if 0 < len(user_ids) <= CHUNK else None
+
+
 def _group_members_add_fast(
-    *, directory: Directory, group_id: Any, build: Any, user_ids: list[uuid.UUID]
+    *, directory: Directory, group_id: Any, build: Any, user_ids: list[uuid.UUID], known: GroupWithUsers | None
 ) -> tuple[DirectoryGroup, Events] | None:
-    """PostgreSQL, a PATCH whose operations only add `user_ids` (Okta sends one PATCH per member): one
-    read of the group and the users, then one statement (scim.statements.group_members_add). None when
-    the request does not qualify after all or the group changed meanwhile: the caller takes the locked
-    path."""
-    group, users = scim_group_with_users(directory=directory, group_id=group_id, user_ids=user_ids)
+    """PostgreSQL, a PATCH whose operations only add `user_ids`: one read of the group and the users
+    (`known` when it came with the authentication, scim.api), then one statement
+    (scim.statements.group_members_add). None when the request does not qualify after all or the group
+    changed meanwhile: the caller takes the locked path."""
+    if known is None:
+        known = scim_group_with_users(directory=directory, group_id=group_id, user_ids=user_ids)
+    group, users = known
     if group is None:
         raise not_found("Group")
     doc, plan = build(group)
@@ -392,26 +408,25 @@ def scim_group_replace(*, directory: Directory, group_id: Any, body: Any) -> tup
     return _group_write(directory=directory, group_id=group_id, build=build)
 
 
-def scim_group_patch(*, directory: Directory, group_id: Any, body: Any) -> tuple[DirectoryGroup, Events]:
+def scim_group_patch(
+    *, directory: Directory, group_id: Any, body: Any, known: tuple[list[uuid.UUID], GroupWithUsers] | None = None
+) -> tuple[DirectoryGroup, Events]:
+    """`known`: the user ids of a member add and the group and users read for them with the
+    authentication (scim.api), used when this PATCH adds those very ids."""
     operations = patch_operations(body)
 
     def build(group: DirectoryGroup) -> tuple[dict[str, Any], MemberPlan]:
         return group_patch(group.raw, operations)
 
-    if statements.enabled() and all(
-        op == "add" and (path or "").strip().lower() == "members" for op, path, *_ in operations
-    ):
-        # The ids are known before the group is read, so the group and the users come in one query.
-        try:
-            user_ids = list(
-                dict.fromkeys(i for _o, _p, value, _h in operations for i in member_ids(value, strict=True))
-            )
-        except ScimError:
-            user_ids = []  # a malformed member: the locked path answers (404 for an unknown group first)
-        if 0 < len(user_ids) <= CHUNK:
-            done = _group_members_add_fast(directory=directory, group_id=group_id, build=build, user_ids=user_ids)
-            if done is not None:
-                return done
+    # The ids are known before the group is read, so the group and the users come in one query.
+    user_ids = members_added(operations) if statements.enabled() else None
+    if user_ids is not None:
+        read = known[1] if known is not None and known[0] == user_ids else None
+        done = _group_members_add_fast(
+            directory=directory, group_id=group_id, build=build, user_ids=user_ids, known=read
+        )
+        if done is not None:
+            return done
     return _group_write(directory=directory, group_id=group_id, build=build)
 
 

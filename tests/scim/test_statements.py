@@ -204,14 +204,14 @@ def _add(scim: Scim, group_id: str, *user_ids: str) -> Any:
     return scim.ops(f"/Groups/{group_id}", {"op": "add", "path": "members", "value": [{"value": u} for u in user_ids]})
 
 
-def test_member_add_is_two_reads_plus_one_statement(scim_hooked: Scim, kicks: list) -> None:
+def test_member_add_is_one_read_plus_one_statement(scim_hooked: Scim, kicks: list) -> None:
     _, u1 = scim_hooked.post("/Users", user_body("ida@x.io"))
     _, u2 = scim_hooked.post("/Users", user_body("jon@x.io"))
     _, group = scim_hooked.post("/Groups", group_body("Sales"))
     before = DirectoryGroup.objects.get(pk=group["id"]).updated_at
     kicks.clear()
     (status, _), queries = _count(lambda: _add(scim_hooked, group["id"], u2["id"], u1["id"]))
-    assert status == 204 and queries == 3  # authenticate, group + users, memberships + events
+    assert status == 204 and queries == 2  # authenticate with the group and users, memberships + events
     assert set(GroupMembership.objects.filter(group_id=group["id"]).values_list("user_id", flat=True)) == {
         uuid.UUID(u1["id"]),
         uuid.UUID(u2["id"]),
@@ -240,6 +240,27 @@ def test_member_add_of_an_unknown_user_is_400_and_adds_nothing(scim_hooked: Scim
     assert status == 400 and body["scimType"] == "invalidValue"
     assert not GroupMembership.objects.filter(group_id=group["id"]).exists()
     assert _add(scim_hooked, str(uuid.uuid4()), mine["id"])[0] == 404
+
+
+def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
+    scim_hooked: Scim, scim_b: Scim, kicks: list
+) -> None:
+    # The group and the users come in the authentication's query, from a body parsed before the
+    # secret is checked: a wrong secret, another directory's group or a bad body answer as before.
+    _, mine = scim_hooked.post("/Users", user_body("nia@x.io"))
+    _, group = scim_hooked.post("/Groups", group_body("Mine"))
+    _, their_group = scim_b.post("/Groups", group_body("Theirs"))
+    intruder = Scim(scim_hooked.directory, secret="wrong-secret")
+    assert _add(intruder, group["id"], mine["id"])[0] == 401
+    assert intruder.call("PATCH", f"/Groups/{group['id']}", b"{not json")[0] == 401
+    (status, _), queries = _count(lambda: _add(scim_hooked, their_group["id"], mine["id"]))
+    assert status == 404 and queries == 1
+    status, body = scim_hooked.call("PATCH", f"/Groups/{group['id']}", b"{not json")
+    assert status == 400 and body["scimType"] == "invalidSyntax"
+    assert not GroupMembership.objects.exists()
+    assert [t for t, _ in _events(scim_hooked.directory)] == ["user.created", "group.created"]
+    assert _add(scim_hooked, group["id"], mine["id"])[0] == 204
+    assert list(GroupMembership.objects.values_list("user_id", flat=True)) == [uuid.UUID(mine["id"])]
 
 
 def test_member_add_after_a_rename_is_redone_with_the_new_name(

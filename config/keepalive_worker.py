@@ -14,9 +14,10 @@ When to keep a connection: only while no other client is waiting for a worker. A
 the worker looks at the listen queue; if a client waits there, the response says `Connection: close`
 and the worker takes the next client from the queue, as `sync` does. So with more clients than
 workers (8 busy clients, 3 workers) requests are served from one shared queue in arrival order, and
-latency is as even as under `sync`. Measured here, a worker that kept its clients regardless
-had a p99 1.5-2x that of `sync`: a worker that is descheduled holds up every client it keeps. With
-few clients (an identity provider pushing changes one at a time) each one keeps its connection.
+latency is as even as under `sync`. Workers that kept up to 3 clients each regardless were about 5%
+faster there, but their write p99 reached 47.9 ms against 32.3 with this rule (bench/README.md,
+session 7): a worker that is descheduled holds up every client it keeps. With few clients (an
+identity provider pushing changes one at a time) each one keeps its connection.
 
 A worker holds at most `worker_connections` kept connections (default 1 in config/gunicorn.conf.py).
 When it is full and a client waits, it makes room: it closes a connection that has been idle for

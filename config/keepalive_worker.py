@@ -76,24 +76,29 @@ class _Connection:
         return buffered.tell() > 0
 
 
+def _readable(sock: Any) -> bool:
+    """Whether `sock` can be read now, without waiting (poll: select() cannot take descriptors past 1023)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def _has_data(client: Any) -> bool:
     """Whether a request (or the client's close) is waiting on the socket.
 
     A connection whose request arrived while the worker was busy with others has been "idle" for as
     long as that took; closing it then would throw its request away (and reset the connection)."""
     try:
-        if not select.select([client], [], [], 0)[0]:
-            return False
-        return client.recv(1, socket.MSG_PEEK) != b""  # b"": the client closed
-    except OSError:
-        return False  # broken: close it
+        return _readable(client) and client.recv(1, socket.MSG_PEEK) != b""  # b"": the client closed
+    except (OSError, ValueError):
+        return False  # broken or closed: close it
 
 
 def _client_waiting(listener: Any) -> bool:
     """Whether a client waits in the listen queue (for this or any other worker)."""
     try:
-        return bool(select.select([listener], [], [], 0)[0])
-    except OSError:
+        return _readable(listener)
+    except (OSError, ValueError):
         return False
 
 

@@ -110,10 +110,21 @@ def request_bytes(method: str, path: str, *, body: bytes = b"", headers: dict[st
 
 
 def read_response(conn: socket.socket, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
-    response = http.client.HTTPResponse(conn, method=method)
-    response.begin()
-    body = response.read()
-    return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+    """One response (the server always sends Content-Length), read byte by byte off the socket: no
+    read-ahead, so a pipelined response behind it stays on the socket for the next call."""
+    with conn.makefile("rb", buffering=0) as raw:
+        status_line = raw.readline()
+        if not status_line:
+            raise http.client.RemoteDisconnected("closed without a response")
+        headers: dict[str, str] = {}
+        while (line := raw.readline()) not in (b"\r\n", b"\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = 0 if method == "HEAD" else int(headers.get("content-length", "0"))
+        body = b""
+        while len(body) < length and (chunk := raw.read(length - len(body))):
+            body += chunk
+    return int(status_line.split()[1]), headers, body
 
 
 def exchange(conn: socket.socket, method: str, path: str, **kwargs: object) -> tuple[int, dict[str, str], bytes]:
@@ -256,8 +267,8 @@ def test_the_last_request_before_a_restart_closes_its_connection(server_factory)
 def test_stopping_answers_the_request_in_flight_and_closes_idle_connections(server: Server) -> None:
     with server.connect() as idle, server.connect() as working:
         assert exchange(idle, "GET", "/idle")[0] == 200
-        working.sendall(request_bytes("GET", "/slow"))
-        time.sleep(0.05)  # the worker is inside /slow
+        working.sendall(request_bytes("GET", "/slow?1.5"))
+        time.sleep(0.3)  # the worker is inside /slow; the master passes SIGTERM on well within its 1.5 s
         server.process.send_signal(signal.SIGTERM)
         status, headers, body = read_response(working)
         assert (status, json.loads(body)["path"], headers["connection"]) == (200, "/slow", "close")
@@ -299,8 +310,8 @@ def test_a_connection_goes_back_to_the_queue_when_another_client_waits(server: S
     # the worker is busy is served before this connection's next request, as under `sync`.
     with server.connect() as kept:
         assert exchange(kept, "GET", "/first")[1]["connection"] == "keep-alive"
-        kept.sendall(request_bytes("GET", "/slow?0.3"))
-        time.sleep(0.1)
+        kept.sendall(request_bytes("GET", "/slow?1.0"))
+        time.sleep(0.2)
         with server.connect() as newcomer:
             newcomer.sendall(request_bytes("GET", "/newcomer"))
             status, headers, _ = read_response(kept)

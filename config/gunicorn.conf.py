@@ -22,10 +22,11 @@ def _int(name: str, default: int) -> int:
 # for a worker: config/keepalive_worker.py. An identity provider pushing changes one by one keeps its
 # connection (gunicorn's `sync` closes it after every response); when more clients than workers are
 # busy, each response hands its client back to the shared queue, as `sync` does, which keeps latency
-# as even as `sync`'s. Measured against `sync` and `gthread` in bench/README.md.
+# as even as `sync`'s. Measured against `sync` in bench/README.md (session 7; gthread in sessions 3 and 5).
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.keepalive_worker.KeepAliveWorker")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
-worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1)  # kept connections per worker
+# Connections a worker keeps open at once (this worker); for gthread, raise it (its default is 1000).
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1)
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
 # memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
 workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)

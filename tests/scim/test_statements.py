@@ -263,6 +263,30 @@ def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
     assert list(GroupMembership.objects.values_list("user_id", flat=True)) == [uuid.UUID(mine["id"])]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"null",
+        b"[]",
+        b"5",
+        b'{"Operations": "add"}',
+        b'{"Operations": [{"op": "add", "path": "members", "value": "not a list"}]}',
+        b'{"Operations": [{"op": "add", "path": "members", "value": [{"value": 5}]}]}',
+        b'{"Operations": [{"op": "add", "path": "members", "value": [{"value": "not-a-uuid"}]}]}',
+        b'{"Operations": [{"op": "add", "path": "members", "value": [{"value": "\\u0000"}]}]}',
+        b'{"Operations": [{"op": "add", "path": "members", "value": []}]}',
+    ],
+)
+def test_a_malformed_member_add_is_a_scim_error_not_a_500(scim_hooked: Scim, kicks: list, body: bytes) -> None:
+    # These bodies are parsed before authentication, for the read that comes with it.
+    _, group = scim_hooked.post("/Groups", group_body("Odd"))
+    status, answer = scim_hooked.call("PATCH", f"/Groups/{group['id']}", body)
+    assert 400 <= status < 500 or status in (200, 204), (status, answer)
+    if status >= 400:
+        assert answer["schemas"] == ["urn:ietf:params:scim:api:messages:2.0:Error"]
+    assert not GroupMembership.objects.exists()
+
+
 def test_member_add_after_a_rename_is_redone_with_the_new_name(
     scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:

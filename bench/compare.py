@@ -238,10 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--roster-port", type=int, default=8123)
     parser.add_argument("--jackson-port", type=int, default=5225)
     parser.add_argument("--receiver-port", type=int, default=8766)
-    parser.add_argument("--gunicorn-workers", type=int, default=None)
-    parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. sync, gthread (with --gunicorn-threads)")
-    parser.add_argument("--gunicorn-threads", type=int, default=None)
-    parser.add_argument("--gunicorn-worker-connections", type=int, default=None, help="connections a worker keeps open")
+    systems.gunicorn_arguments_add(parser)
     parser.add_argument("--celery-pool", default="threads", choices=["threads", "prefork", "solo"])
     parser.add_argument("--celery-concurrency", type=int, default=4)
     parser.add_argument("--no-encryption", action="store_true", help="run Roster without DB_ENCRYPTION_KEY")
@@ -289,15 +286,7 @@ def main(argv: list[str] | None = None) -> int:
                 celery_pool=args.celery_pool,
                 celery_concurrency=args.celery_concurrency,
                 encrypt_secrets=not args.no_encryption,
-                extra_env={
-                    k: str(v)
-                    for k, v in (
-                        ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
-                        ("GUNICORN_THREADS", args.gunicorn_threads),
-                        ("GUNICORN_WORKER_CONNECTIONS", args.gunicorn_worker_connections),
-                    )
-                    if v
-                },
+                extra_env=systems.gunicorn_env(args),
             )
             by_name["roster"] = systems.roster_start(opts, logs=logs)
             if args.profile:

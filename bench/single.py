@@ -47,27 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port", type=int, default=8124)
-    parser.add_argument("--gunicorn-workers", type=int, default=None)
-    parser.add_argument("--gunicorn-worker-class", default=None)
-    parser.add_argument("--gunicorn-threads", type=int, default=None)
-    parser.add_argument("--gunicorn-worker-connections", type=int, default=None)
+    systems.gunicorn_arguments_add(parser)
     args = parser.parse_args(argv)
     if args.requests < 1 or args.concurrency < 1 or args.rounds < 1:
         parser.error("--requests, --concurrency and --rounds must be at least 1")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"logs-single-{stamp}"
-    extra = {
-        k: str(v)
-        for k, v in (
-            ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
-            ("GUNICORN_THREADS", args.gunicorn_threads),
-            ("GUNICORN_WORKER_CONNECTIONS", args.gunicorn_worker_connections),
-        )
-        if v
-    }
     opts = systems.RosterOptions(
-        port=args.port, database="roster_single", redis_db=11, gunicorn_workers=args.gunicorn_workers, extra_env=extra
+        port=args.port,
+        database="roster_single",
+        redis_db=11,
+        gunicorn_workers=args.gunicorn_workers,
+        extra_env=systems.gunicorn_env(args),
     )
     log(f"starting Roster (gunicorn + celery) for {args.op} x {args.requests}, c={args.concurrency}...")
     system = systems.roster_start(opts, logs=logs)

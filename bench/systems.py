@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import secrets
@@ -129,6 +130,25 @@ class RosterOptions:
     celery_concurrency: int = 4
     encrypt_secrets: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def gunicorn_arguments_add(parser: argparse.ArgumentParser) -> None:
+    """The gunicorn options a benchmark run may change (config/gunicorn.conf.py decides the rest)."""
+    parser.add_argument("--gunicorn-workers", type=int, default=None)
+    parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. sync, gthread (with --gunicorn-threads)")
+    parser.add_argument("--gunicorn-threads", type=int, default=None)
+    parser.add_argument("--gunicorn-worker-connections", type=int, default=None, help="connections a worker keeps open")
+
+
+def gunicorn_env(args: argparse.Namespace) -> dict[str, str]:
+    """The GUNICORN_* variables for the options of `gunicorn_arguments_add` that were given (the
+    calling shell's own GUNICORN_* variables never reach Roster, see roster_env)."""
+    given = (
+        ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
+        ("GUNICORN_THREADS", args.gunicorn_threads),
+        ("GUNICORN_WORKER_CONNECTIONS", args.gunicorn_worker_connections),
+    )
+    return {name: str(value) for name, value in given if value}
 
 
 def roster_env(opts: RosterOptions) -> dict[str, str]:

@@ -188,19 +188,21 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any, b
 
 def _members_read(group_id: Any, body: Any) -> FirstRead | None:
     """A member add's group and users (scim.services.members_added). The body is parsed for it before
-    authentication, and kept (`FirstRead.body`) so that it is not parsed twice; an invalid body is
-    left for after authentication, which reports it as for any request."""
+    authentication, and kept with its operations (`FirstRead.body`, `.operations`) so that neither is
+    worked out twice; an invalid body is left for after authentication, which reports it as for any
+    request."""
     try:
         group_pk = uuid.UUID(str(group_id))
         parsed = parse_json(body) if isinstance(body, bytes | str) else body
         if parsed is not None and not isinstance(body, bytes | str):
             check_json(parsed)
-        user_ids = services.members_added(patch_operations(parsed))
+        operations = patch_operations(parsed)
+        user_ids = services.members_added(operations)
     except (ValueError, ScimError):
         return None
     if user_ids is None:
         return None
-    return FirstRead("members", group_id=group_pk, user_ids=user_ids, body=parsed)
+    return FirstRead("members", group_id=group_pk, user_ids=user_ids, body=parsed, operations=operations)
 
 
 class _Handler:
@@ -320,7 +322,9 @@ def _route(
         if method == "PUT":
             group, events = services.scim_group_replace(directory=directory, group_id=resource_id, body=body)
         else:
-            members = (read.user_ids, read.members) if read is not None and read.members is not None else None
+            members = None
+            if read is not None and read.members is not None and read.operations and read.user_ids:
+                members = services.MembersAdd(operations=read.operations, user_ids=read.user_ids, read=read.members)
             group, events = services.scim_group_patch(
                 directory=directory, group_id=resource_id, body=body, known=members
             )

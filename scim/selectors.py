@@ -66,7 +66,7 @@ class FirstRead:
     """A read that comes with the directory lookup of the request's authentication (one round trip for
     both, see `scim_directory_with`). `kind` is "user" (by id), "users" (a page, unfiltered or
     filtered by one equality) or "members" (a group and the users of `user_ids`, for a PATCH that only
-    adds members; `body` is that request's parsed body)."""
+    adds members; `body` and `operations` are that request's parsed body and PATCH operations)."""
 
     __slots__ = (
         "body",
@@ -75,6 +75,7 @@ class FirstRead:
         "group_id",
         "kind",
         "members",
+        "operations",
         "page",
         "rows",
         "start_index",
@@ -93,10 +94,11 @@ class FirstRead:
         group_id: uuid.UUID | None = None,
         user_ids: list[uuid.UUID] | None = None,
         body: Any = None,
+        operations: list[Any] | None = None,
     ) -> None:
         self.kind, self.user_id, self.equality = kind, user_id, equality
         self.start_index, self.count = start_index, count
-        self.group_id, self.user_ids, self.body = group_id, user_ids, body
+        self.group_id, self.user_ids, self.body, self.operations = group_id, user_ids, body, operations
         self.rows: list[Any] | None = None  # set by scim_directory_with
         self.page: UsersPage | None = None  # an unfiltered page: set and read by scim_directory_with
         self.members: GroupWithUsers | None = None  # "members": set by scim_directory_with

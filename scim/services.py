@@ -408,22 +408,40 @@ def scim_group_replace(*, directory: Directory, group_id: Any, body: Any) -> tup
     return _group_write(directory=directory, group_id=group_id, build=build)
 
 
+class MembersAdd:
+    """A member-add PATCH as scim.api prepared it before authentication: its operations, the ids it
+    adds (`members_added`) and the group and users read for them with the authentication."""
+
+    __slots__ = ("operations", "read", "user_ids")
+
+    def __init__(
+        self, *, operations: list[tuple[str, Any, Any, bool]], user_ids: list[uuid.UUID], read: GroupWithUsers
+    ) -> None:
+        self.operations, self.user_ids, self.read = operations, user_ids, read
+
+
 def scim_group_patch(
-    *, directory: Directory, group_id: Any, body: Any, known: tuple[list[uuid.UUID], GroupWithUsers] | None = None
+    *, directory: Directory, group_id: Any, body: Any, known: MembersAdd | None = None
 ) -> tuple[DirectoryGroup, Events]:
-    """`known`: the user ids of a member add and the group and users read for them with the
-    authentication (scim.api), used when this PATCH adds those very ids."""
-    operations = patch_operations(body)
+    """`known`: this PATCH's body already parsed into a member add and read for (scim.api); `body` is
+    then not looked at again."""
+    if known is not None:
+        operations, user_ids = known.operations, known.user_ids
+    else:
+        operations = patch_operations(body)
+        user_ids = members_added(operations) if statements.enabled() else None
 
     def build(group: DirectoryGroup) -> tuple[dict[str, Any], MemberPlan]:
         return group_patch(group.raw, operations)
 
     # The ids are known before the group is read, so the group and the users come in one query.
-    user_ids = members_added(operations) if statements.enabled() else None
     if user_ids is not None:
-        read = known[1] if known is not None and known[0] == user_ids else None
         done = _group_members_add_fast(
-            directory=directory, group_id=group_id, build=build, user_ids=user_ids, known=read
+            directory=directory,
+            group_id=group_id,
+            build=build,
+            user_ids=user_ids,
+            known=known.read if known is not None else None,
         )
         if done is not None:
             return done

@@ -263,6 +263,26 @@ def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
     assert list(GroupMembership.objects.values_list("user_id", flat=True)) == [uuid.UUID(mine["id"])]
 
 
+def test_a_member_add_body_is_worked_out_once(scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scim.api
+    import scim.services
+    from scim.documents import patch_operations
+
+    calls: list[Any] = []
+
+    def counted(body: Any) -> Any:
+        calls.append(body)
+        return patch_operations(body)
+
+    monkeypatch.setattr(scim.api, "patch_operations", counted)
+    monkeypatch.setattr(scim.services, "patch_operations", counted)
+    _, user = scim_hooked.post("/Users", user_body("ola@x.io"))
+    _, group = scim_hooked.post("/Groups", group_body("Once"))
+    assert _add(scim_hooked, group["id"], user["id"])[0] == 204
+    assert len(calls) == 1  # before authentication, for the read; not again in scim.services
+    assert GroupMembership.objects.filter(group_id=group["id"]).count() == 1
+
+
 @pytest.mark.parametrize(
     "body",
     [

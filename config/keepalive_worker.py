@@ -248,8 +248,8 @@ class KeepAliveWorker(Worker):
         self.selector.close()
 
     def _serve(self, connection: _Connection) -> None:
-        if connection.fd not in self.connections:
-            return  # closed earlier in this turn
+        if self.connections.get(connection.fd) is not connection:
+            return  # closed earlier in this turn (its descriptor may already be another connection's)
         keep = False
         answered = False  # a response (or an error page) went out: close gracefully after it
         req = None

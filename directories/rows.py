@@ -157,7 +157,7 @@ class RowWriter(Generic[M]):
 
     def __init__(self, model: type[M]) -> None:
         self.model = model
-        self._sql: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._sql: dict[tuple[Any, ...], str] = {}
 
     def _fields(self, names: tuple[str, ...] | None) -> list[models.Field]:
         meta = self.model._meta
@@ -205,20 +205,28 @@ class RowWriter(Generic[M]):
         its column's type, since a VALUES list cannot infer it from the target table."""
         connection = connections[alias]
         fields = self._fields(None)
-        quote = connection.ops.quote_name
-        names = [f"c{i}" for i in range(len(fields))]
-        casts = ", ".join([f"CAST(%s AS {key_type})"] + [f"CAST(%s AS {f.cast_db_type(connection)})" for f in fields])
         params: list[Any] = []
         for key, obj in rows:
             params.append(key)
             params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
             self._saved(obj, alias)
-        values = ", ".join([f"({casts})"] * len(rows))
-        sql = (
-            f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "  # noqa: S608
-            f"SELECT {', '.join(f'v.{n}' for n in names)} FROM (VALUES {values}) AS v(k, {', '.join(names)}) "
-            f"WHERE {where.replace('{key}', 'v.k')}"
-        )
+        # The text depends only on these; a write of one event per request reuses it every time.
+        sql_key = (alias, "*insert-select*", key_type, where, len(rows))
+        sql = self._sql.get(sql_key)
+        if sql is None:
+            quote = connection.ops.quote_name
+            names = [f"c{i}" for i in range(len(fields))]
+            casts = ", ".join(
+                [f"CAST(%s AS {key_type})"] + [f"CAST(%s AS {f.cast_db_type(connection)})" for f in fields]
+            )
+            values = ", ".join([f"({casts})"] * len(rows))
+            sql = (
+                f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "  # noqa: S608
+                f"SELECT {', '.join(f'v.{n}' for n in names)} FROM (VALUES {values}) AS v(k, {', '.join(names)}) "
+                f"WHERE {where.replace('{key}', 'v.k')}"
+            )
+            if len(rows) <= 8:  # bulk calls of many sizes would grow the cache without gaining anything
+                self._sql[sql_key] = sql
         return sql, params
 
     def update(self, obj: M, names: list[str], *, alias: str = "default") -> None:

@@ -18,6 +18,7 @@ execution would. A None costs one wasted statement, only under contention on the
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -35,7 +36,10 @@ _users = RowWriter(DirectoryUser)
 _events = RowWriter(WebhookEvent)
 
 
+@functools.cache
 def _q(name: str) -> str:
+    # Kept per process: these statements run on PostgreSQL only (`enabled`), whose quoting of a name
+    # never changes, and a write builds its statement from a dozen of them.
     return connection.ops.quote_name(name)
 
 

@@ -138,12 +138,6 @@ def gunicorn_arguments_add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. sync, gthread (with --gunicorn-threads)")
     parser.add_argument("--gunicorn-threads", type=int, default=None)
     parser.add_argument("--gunicorn-worker-connections", type=int, default=None, help="connections a worker keeps open")
-    parser.add_argument(
-        "--gunicorn-keepalive-slice",
-        type=float,
-        default=None,
-        help="seconds of requests a connection keeps its worker while clients wait",
-    )
 
 
 def gunicorn_env(args: argparse.Namespace) -> dict[str, str]:
@@ -153,9 +147,8 @@ def gunicorn_env(args: argparse.Namespace) -> dict[str, str]:
         ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
         ("GUNICORN_THREADS", args.gunicorn_threads),
         ("GUNICORN_WORKER_CONNECTIONS", args.gunicorn_worker_connections),
-        ("GUNICORN_KEEPALIVE_SLICE", args.gunicorn_keepalive_slice),
     )
-    return {name: str(value) for name, value in given if value is not None}
+    return {name: str(value) for name, value in given if value}
 
 
 def roster_env(opts: RosterOptions) -> dict[str, str]:

@@ -25,8 +25,6 @@ def _int(name: str, default: int) -> int:
 # as even as `sync`'s. Measured against `sync` in bench/README.md (session 7; gthread in sessions 3 and 5).
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.keepalive_worker.KeepAliveWorker")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
-# While other clients wait for a worker, a connection keeps its worker for GUNICORN_KEEPALIVE_SLICE
-# seconds of requests (default 0.003; read by the worker module), then is handed back to the queue.
 # Connections a worker keeps open at once (this worker); for gthread, raise it (its default is 1000).
 worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1)
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add

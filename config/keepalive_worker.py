@@ -10,24 +10,19 @@ This worker is one thread and one selector over the listening socket, the kept-a
 gunicorn's wake-up pipe. When a connection has a request, the worker reads it, runs the WSGI app and
 writes the response on that same thread, then leaves the connection in the selector for the next one.
 
-When to keep a connection: while no other client is waiting for a worker, always. While one is
-waiting (the listen queue is checked when the app is done, before the headers go out), a connection
-keeps its worker for a short time slice, `SLICE` seconds (3 ms) of requests in a row; the response
-that ends the slice says `Connection: close`, and the worker takes the next client from the shared
-queue, as `sync` does after every response. So with more clients than workers (8 busy clients, 3
-workers) clients take turns in arrival order and latency stays even, while a client whose requests
-are quick (a 404, a filter lookup) gets several of them through one connection instead of paying
-for a new one each time. Handing back after every response, as this worker first did, costs a
-reconnect per request under load; keeping up to 3 clients per worker regardless was faster, but a
-descheduled worker then held up every client it kept, and the write p99 reached 47.9 ms against
-32.3 (bench/README.md, session 7). With few clients (an identity provider pushing changes one at a
-time) each one keeps its connection.
+When to keep a connection: only while no other client is waiting for a worker. After each response
+the worker looks at the listen queue; if a client waits there, the response says `Connection: close`
+and the worker takes the next client from the queue, as `sync` does. So with more clients than
+workers (8 busy clients, 3 workers) requests are served from one shared queue in arrival order, and
+latency is as even as under `sync`. Workers that kept up to 3 clients each regardless were about 5%
+faster there, but their write p99 reached 47.9 ms against 32.3 with this rule (bench/README.md,
+session 7): a worker that is descheduled holds up every client it keeps. With few clients (an
+identity provider pushing changes one at a time) each one keeps its connection.
 
 A worker holds at most `worker_connections` kept connections (default 1 in config/gunicorn.conf.py).
 When it is full and a client waits, it makes room: it closes a connection that has been idle for
-`IDLE_ENOUGH` seconds (2 ms: its client is not sending, the waiting one is), or else the response
-that ends the busy connection's slice says `Connection: close`. A kept connection that stays idle is
-closed after `keepalive` seconds.
+`IDLE_ENOUGH` seconds, or else the next response on a busy one says `Connection: close`. A kept
+connection that stays idle is closed after `keepalive` seconds.
 
 Like `sync`, a worker is busy for the whole of a request, slow clients included. Unlike `sync`, a
 socket read or write that waits longer than half the worker timeout gives up that one connection
@@ -53,11 +48,8 @@ from gunicorn.http import wsgi
 from gunicorn.workers.base import Worker
 
 # A connection idle this long when a client is waiting is closed to make room: its client is between
-# requests (or slow to send the next one) and will reconnect when it has one.
-IDLE_ENOUGH = 0.002
-# While clients wait, a connection keeps its worker for this many seconds of requests in a row, then
-# the next response hands it back with `Connection: close` (module docstring). GUNICORN_KEEPALIVE_SLICE.
-SLICE = float(os.environ.get("GUNICORN_KEEPALIVE_SLICE") or 0.003)
+# requests and will reconnect when it has one.
+IDLE_ENOUGH = 0.05
 # An unread request body is drained before the next request on the connection; a client that takes
 # longer than this to send it loses the connection instead of holding the worker.
 DRAIN_SECONDS = 5.0
@@ -67,7 +59,7 @@ _PIPE = object()
 
 
 class _Connection:
-    __slots__ = ("addr", "contended_since", "fd", "idle_since", "listener", "parser", "sock")
+    __slots__ = ("addr", "fd", "idle_since", "listener", "parser", "sock")
 
     def __init__(self, client: Any, addr: Any, listener: Any, cfg: Any) -> None:
         self.sock = client
@@ -76,7 +68,6 @@ class _Connection:
         self.listener = listener
         self.parser = http.get_parser(cfg, client, addr)
         self.idle_since = time.monotonic()
-        self.contended_since: float | None = None  # first request of its slice while clients wait
 
     def has_buffered_request(self) -> bool:
         """Whether bytes of a pipelined request were already read off the socket (select() cannot see them)."""
@@ -291,17 +282,6 @@ class KeepAliveWorker(Worker):
         if connection.has_buffered_request():
             self.ready.append(connection)
 
-    @staticmethod
-    def _slice_over(connection: _Connection, started: float) -> bool:
-        """Whether this response hands the connection back: a client waits for a worker and this
-        connection has held the worker for SLICE seconds of requests since clients began waiting."""
-        if not _client_waiting(connection.listener):
-            connection.contended_since = None
-            return False
-        if connection.contended_since is None:
-            connection.contended_since = started
-        return time.monotonic() - connection.contended_since >= SLICE
-
     def _handle_request(self, connection: _Connection, req: Any) -> bool:
         """Run the app for one request; whether the connection may carry another."""
         environ: dict[str, Any] = {}
@@ -309,7 +289,6 @@ class KeepAliveWorker(Worker):
         try:
             self.cfg.pre_request(self, req)
             request_start = datetime.now()
-            started = time.monotonic()
             resp, environ = wsgi.create(
                 req, connection.sock, connection.addr, connection.listener.getsockname(), self.cfg
             )
@@ -322,7 +301,7 @@ class KeepAliveWorker(Worker):
             respiter = self.wsgi(environ, resp.start_response)
             # Decided now, when the app is done and the headers are not out yet: stopping (a signal
             # while the app ran), or a client waiting for a worker (module docstring).
-            if not self.alive or self._slice_over(connection, started):
+            if not self.alive or _client_waiting(connection.listener):
                 resp.force_close()
             try:
                 if isinstance(respiter, environ["wsgi.file_wrapper"]):

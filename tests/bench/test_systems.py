@@ -18,8 +18,6 @@ def test_only_the_gunicorn_options_given_become_environment_variables() -> None:
     args = _args("--gunicorn-worker-class", "sync", "--gunicorn-worker-connections", "3", "--gunicorn-workers", "4")
     assert systems.gunicorn_env(args) == {"GUNICORN_WORKER_CLASS": "sync", "GUNICORN_WORKER_CONNECTIONS": "3"}
     assert args.gunicorn_workers == 4  # passed as RosterOptions.gunicorn_workers (a command-line flag), not env
-    # 0 is a value (hand connections back at once), not "not given"
-    assert systems.gunicorn_env(_args("--gunicorn-keepalive-slice", "0")) == {"GUNICORN_KEEPALIVE_SLICE": "0.0"}
 
 
 def test_the_calling_shells_gunicorn_variables_do_not_reach_roster(monkeypatch) -> None:  # noqa: ANN001

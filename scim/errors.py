@@ -49,3 +49,7 @@ def mutability(detail: str) -> ScimError:
 
 def not_found(resource: str = "Resource") -> ScimError:
     return ScimError(404, f"{resource} not found.")
+
+
+def uniqueness(what: str) -> ScimError:
+    return ScimError(409, f"{what} already exists in this directory.", scim_type="uniqueness")

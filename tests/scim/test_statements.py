@@ -265,7 +265,7 @@ def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
 
 def test_a_member_add_body_is_worked_out_once(scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch) -> None:
     import scim.api
-    import scim.services
+    import scim.services.groups
     from scim.documents import patch_operations
 
     calls: list[Any] = []
@@ -275,7 +275,7 @@ def test_a_member_add_body_is_worked_out_once(scim_hooked: Scim, kicks: list, mo
         return patch_operations(body)
 
     monkeypatch.setattr(scim.api, "patch_operations", counted)
-    monkeypatch.setattr(scim.services, "patch_operations", counted)
+    monkeypatch.setattr(scim.services.groups, "patch_operations", counted)
     _, user = scim_hooked.post("/Users", user_body("ola@x.io"))
     _, group = scim_hooked.post("/Groups", group_body("Once"))
     assert _add(scim_hooked, group["id"], user["id"])[0] == 204

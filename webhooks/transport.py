@@ -18,8 +18,8 @@ package (`_Response`), which was a fifth of that. Every guard of the requests-ba
 - No redirects (`http.client` never follows one), no retries, `Accept-Encoding: identity` (no
   decompression bombs), the response read stops at 64 KiB, and one total deadline (WEBHOOK_TIMEOUT)
   covers connect, waiting for the answer and reading it: the socket timeout bounds each wait and a
-  watchdog shuts the socket down when the total passes (a receiver dripping a byte at a time would
-  otherwise reset the per-read timeout forever).
+  watchdog (`webhooks.deadline`) shuts the socket down when the total passes (a receiver dripping a
+  byte at a time would otherwise reset the per-read timeout forever).
 
 Keep-alive: each thread keeps one connection per (scheme, host, port), so consecutive events to one
 receiver reuse it. The address check runs on every new connection; a reused one was checked when it
@@ -32,9 +32,7 @@ receiver has already closed (readable before we write) is replaced by a new one 
 
 from __future__ import annotations
 
-import heapq
 import http.client
-import itertools
 import select
 import socket
 import ssl
@@ -47,6 +45,7 @@ from urllib.parse import urlsplit
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+from webhooks.deadline import deadline_start
 from webhooks.urlcheck import (
     BLOCKED_MESSAGE,
     BlockedAddress,
@@ -273,77 +272,6 @@ def connections_close() -> None:
         kept.clear()
 
 
-# --- the total deadline ------------------------------------------------------------------------------
-
-
-class _Deadline:
-    """One attempt's deadline. `cancel` and the watchdog's `cut` take the same lock, so a deadline that
-    passes just as the attempt ends can never cut a connection already handed to the next attempt."""
-
-    __slots__ = ("at", "conn", "done", "fired")
-
-    def __init__(self, at: float, conn: http.client.HTTPConnection) -> None:
-        self.at = at
-        self.conn = conn
-        self.done = False
-        self.fired = False
-
-    def cut(self) -> None:
-        with _watch_lock:
-            if self.done:
-                return
-            self.fired = True
-            sock = self.conn.sock
-            if sock is None:
-                return  # still connecting: the socket timeout bounds that
-            try:
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked in recv() on the attempt's thread
-            except OSError:
-                pass
-
-    def cancel(self) -> None:
-        with _watch_lock:
-            self.done = True
-
-
-_watch_lock = threading.Lock()
-_watch_wake = threading.Condition(_watch_lock)
-_watch_heap: list[tuple[float, int, _Deadline]] = []
-_watch_seq = itertools.count()
-_watch_thread: threading.Thread | None = None
-
-
-def _watch() -> None:
-    """The process's one watchdog: sleeps until the earliest deadline, cuts the attempts past it."""
-    while True:
-        with _watch_wake:
-            while _watch_heap and _watch_heap[0][2].done:
-                heapq.heappop(_watch_heap)  # finished in time: forget it
-            if not _watch_heap:
-                _watch_wake.wait()
-                continue
-            wait = _watch_heap[0][0] - time.monotonic()
-            if wait > 0:
-                _watch_wake.wait(wait)
-                continue
-            _at, _seq, due = heapq.heappop(_watch_heap)
-        due.cut()
-
-
-def _watch_start(timeout: float, conn: http.client.HTTPConnection) -> _Deadline:
-    global _watch_thread
-    deadline = _Deadline(time.monotonic() + timeout, conn)
-    with _watch_wake:
-        # A forked child (Celery prefork) inherits no running thread: start one there too.
-        if _watch_thread is None or not _watch_thread.is_alive():
-            _watch_thread = threading.Thread(target=_watch, name="roster-webhook-deadline", daemon=True)
-            _watch_thread.start()
-        heapq.heappush(_watch_heap, (deadline.at, next(_watch_seq), deadline))
-        if _watch_heap[0][2] is deadline:
-            _watch_wake.notify()  # the new deadline is the earliest: the watchdog must wake sooner
-    return deadline
-
-
 # --- the attempt -----------------------------------------------------------------------------------
 
 
@@ -424,7 +352,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
     conn = _connection(scheme, host, port, timeout)
     received: list[bytes] = []
     keep = False
-    deadline = _watch_start(timeout, conn)
+    deadline = deadline_start(timeout, conn)
     try:
         conn.request("POST", target, body=body, headers=send_headers)
         response = conn.getresponse()

@@ -19,6 +19,8 @@ edited), to price a fix before anyone writes it:
 - full_middleware  SCIM requests through the whole settings.MIDDLEWARE chain, as before config.wsgi
                    gave them settings.SCIM_MIDDLEWARE (no session, auth, CSRF, messages, static
                    files or frame header)
+- django_handler   SCIM requests through Django's handler with settings.SCIM_MIDDLEWARE, as before
+                   scim.wsgi answered them without it
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from bench import systems
 from bench.procs import recreate_database
 from bench.workload import GROUP_SCHEMA, PATCH_SCHEMA, okta_user
 
-VARIANTS = ("baseline", "health_check", "no_publish", "full_middleware")
+VARIANTS = ("baseline", "health_check", "no_publish", "full_middleware", "django_handler")
 
 
 class Harness:
@@ -62,6 +64,8 @@ class Harness:
             webhooks.dispatch.kick = lambda directory_id, target: None
         # What gunicorn serves (config.wsgi), or one handler with the full chain for every request.
         self.app = WSGIHandler() if "full_middleware" in on else SurfaceApplication()
+        if "django_handler" in on:
+            self.app.scim = self.app.scim.fallback
         tag = secrets.token_hex(4)
         self.directory = directory_create(
             data={

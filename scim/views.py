@@ -1,20 +1,24 @@
 """HTTP adapter of the SCIM endpoint: headers and bytes in, scim.api.scim_request, bytes out.
 
-Every answer, errors included, is `application/scim+json` (INTEROP E11). Body size and content type
-are checked before anything else so that a huge or non-JSON body is never read into the processor.
+`scim_answer` is the adapter; `scim_view` feeds it from Django's request, scim.wsgi straight from the
+WSGI environ (the path production takes). Every answer, errors included, is `application/scim+json`
+(INTEROP E11). Body size and content type are checked before anything else so that a huge or non-JSON
+body is never read into the processor.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import orjson
+from django.core.exceptions import BadRequest, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from scim.api import MAX_BODY_BYTES, allowed_methods, scim_request
-from scim.errors import ScimError
+from scim.errors import ScimError, invalid_syntax
 
 logger = logging.getLogger("roster.scim")
 
@@ -30,27 +34,50 @@ RESOURCES = {
 }
 
 
-def _respond(status: int, data: Any, *, allow: str | None = None) -> HttpResponse:
-    response = HttpResponse(b"" if data is None else orjson.dumps(data), status=status, content_type=CONTENT_TYPE)
+class Request(NamedTuple):
+    """What the SCIM endpoint reads of an HTTP request, from Django's request (`scim_view`) or straight
+    from the WSGI environ (scim.wsgi). The query and the body are read only when needed."""
+
+    method: str
+    path: str  # for the log line of an internal error only
+    content_length: str | None
+    content_type: Callable[[], str]
+    authorization: str
+    query: Callable[[], dict[str, str | None]]
+    body: Callable[[], bytes]
+
+
+def scim_answer(
+    request: Request, directory_id: str, resource: str = "", resource_id: str = ""
+) -> tuple[int, bytes, list[tuple[str, str]]]:
+    """The status, body and headers of the answer to one SCIM request; never raises."""
+    allow = None
+    try:
+        status, data, allow = _handle(request, directory_id, resource, resource_id)
+    except ScimError as exc:
+        status, data = exc.status, exc.body()
+    except (SuspiciousOperation, BadRequest) as exc:
+        # Django's own refusals of a malformed request, e.g. more query parameters than
+        # DATA_UPLOAD_MAX_NUMBER_FIELDS: a 400 in SCIM's format (the class only, not the request).
+        status, data = 400, invalid_syntax(f"The request was refused ({type(exc).__name__}).").body()
+    except Exception:
+        # A safety net, not a code path: log without the body or query (they may carry PII or secrets).
+        logger.exception("SCIM request failed: %s %s", request.method, request.path)
+        status, data = 500, ScimError(500, "Internal error.").body()
+    headers = [("Content-Type", CONTENT_TYPE)]
     if status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="Roster SCIM"'
+        headers.append(("WWW-Authenticate", 'Bearer realm="Roster SCIM"'))
     if status == 405 and allow:
-        response["Allow"] = allow
+        headers.append(("Allow", allow))
     if status == 201 and isinstance(data, dict):
         location = (data.get("meta") or {}).get("location")
         if location:
-            response["Location"] = location
-    return response
+            headers.append(("Location", location))
+    return status, b"" if data is None else orjson.dumps(data), headers
 
 
-def _error(exc: ScimError) -> HttpResponse:
-    return _respond(exc.status, exc.body())
-
-
-def _bearer(request: HttpRequest) -> str | None:
-    # META, not request.headers: the latter builds a dict of every header to answer one lookup.
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    scheme, _, token = header.strip().partition(" ")
+def bearer(authorization: str) -> str | None:
+    scheme, _, token = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
@@ -58,21 +85,34 @@ def _bearer(request: HttpRequest) -> str | None:
 
 @csrf_exempt
 def scim_view(request: HttpRequest, directory_id: str, resource: str = "", resource_id: str = "") -> HttpResponse:
-    try:
-        return _handle(request, directory_id, resource, resource_id)
-    except ScimError as exc:
-        return _error(exc)
-    except Exception:
-        # A safety net, not a code path: log without the body or query (they may carry PII or secrets).
-        logger.exception("SCIM request failed: %s %s", request.method, request.path)
-        return _error(ScimError(500, "Internal error."))
+    status, body, headers = scim_answer(
+        Request(
+            method=request.method or "GET",
+            path=request.path,
+            content_length=request.META.get("CONTENT_LENGTH"),
+            content_type=lambda: request.content_type or "",
+            # META, not request.headers: the latter builds a dict of every header to answer one lookup.
+            authorization=request.META.get("HTTP_AUTHORIZATION", ""),
+            query=lambda: {k: request.GET.get(k) for k in request.GET},
+            body=lambda: request.body,
+        ),
+        directory_id,
+        resource,
+        resource_id,
+    )
+    response = HttpResponse(body, status=status, content_type=CONTENT_TYPE)
+    for name, value in headers[1:]:  # the first is the Content-Type, set above
+        response[name] = value
+    return response
 
 
-def _handle(request: HttpRequest, directory_id: str, resource: str, resource_id: str) -> HttpResponse:
-    method = request.method or "GET"
+def _handle(
+    request: Request, directory_id: str, resource: str, resource_id: str
+) -> tuple[int, dict[str, Any] | None, str]:
+    method = request.method
     resource_id = resource_id.strip("/")
     try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
+        length = int(request.content_length or 0)
     except ValueError:
         length = 0
     if length > MAX_BODY_BYTES:
@@ -80,8 +120,8 @@ def _handle(request: HttpRequest, directory_id: str, resource: str, resource_id:
     resource_type = RESOURCES.get(resource.lower(), resource.lower() or "-")
     allowed = allowed_methods(resource_type, bool(resource_id))
     wants_body = method in ("POST", "PUT", "PATCH") and allowed is not None and method in allowed
-    body = request.body if wants_body else b""
-    if body and request.content_type not in ACCEPTED_TYPES:
+    body = request.body() if wants_body else b""
+    if body and request.content_type() not in ACCEPTED_TYPES:
         raise ScimError(415, "Send the body as application/scim+json or application/json.")
     result = scim_request(
         {
@@ -90,8 +130,8 @@ def _handle(request: HttpRequest, directory_id: str, resource: str, resource_id:
             "directoryId": directory_id,
             "resourceId": resource_id or None,
             "resourceType": resource_type,
-            "apiSecret": _bearer(request),
-            "query": {k: request.GET.get(k) for k in request.GET},
+            "apiSecret": bearer(request.authorization),
+            "query": request.query(),
         }
     )
-    return _respond(result["status"], result["data"], allow=", ".join(allowed or ("GET",)))
+    return result["status"], result["data"], ", ".join(allowed or ("GET",))

@@ -92,3 +92,174 @@ def test_scim_paths_still_check_the_host(directory_a: Directory, settings: Any) 
         f"/api/scim/v2.0/{directory_a.id}/Users", host="evil.example", authorization=f"Bearer {directory_a.scim_secret}"
     )
     assert status == 400
+
+
+# --- scim.wsgi: SCIM requests answered without Django's handler -------------------------------------
+
+
+def run(app: Any, path: str, *, method: str = "GET", body: bytes = b"", query: str = "", **environ: str) -> Any:
+    """One request through a WSGI app: (status line, sorted headers, body)."""
+    env = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_TYPE": SCIM_CT if body else "",
+        **environ,
+    }
+    seen: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        seen["status"], seen["headers"] = status, sorted(headers)
+
+    chunks = app(env, start_response)
+    try:
+        out = b"".join(chunks)
+    finally:
+        getattr(chunks, "close", lambda: None)()
+    return seen["status"], seen["headers"], out
+
+
+class Counting:
+    """The Django handler behind scim.wsgi, counting the requests handed to it."""
+
+    def __init__(self) -> None:
+        self.handler = application.scim.fallback
+        self.calls = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        self.calls += 1
+        return self.handler(environ, start_response)
+
+
+@pytest.fixture
+def fast() -> Any:
+    from scim.wsgi import ScimApplication
+
+    fallback = Counting()
+    app = ScimApplication(fallback=fallback)
+    app.fallback_calls = lambda: fallback.calls
+    return app
+
+
+def same_answer(fast: Any, path: str, **request: Any) -> tuple[str, bytes]:
+    """The request through scim.wsgi and through Django's handler: the same status, headers and body."""
+    ours = run(fast, path, **request)
+    django_answer = run(application.scim.fallback, path, **request)
+    assert ours == django_answer, (path, request)
+    return ours[0], ours[2]
+
+
+def test_scim_wsgi_answers_as_django_does(directory_a: Directory, directory_b: Directory, fast: Any) -> None:
+    import uuid
+
+    base = f"/api/scim/v2.0/{directory_a.id}"
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
+    unknown = uuid.uuid4()
+    patch = orjson.dumps(
+        {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "replace", "value": {}}]}
+    )
+    for name in ("ann@x.io", "bob@x.io", "cy@x.io"):  # so that a page of 1 and a page of 2 differ
+        assert run(fast, f"{base}/Users", method="POST", body=orjson.dumps(user_body(name)), **auth)[0] == "201 Created"
+    cases: list[tuple[str, dict[str, Any], int]] = [
+        (f"{base}/Users/{unknown}", auth, 404),
+        (f"{base}/Users", {**auth, "query": "filter=userName%20eq%20%22nobody%40x.io%22"}, 200),
+        (f"{base}/Users", {**auth, "query": "startIndex=1&count=1&count=2"}, 200),  # the last value wins
+        (f"{base}/Users/", auth, 200),
+        (f"{base}/Groups", auth, 200),
+        (f"{base}/ServiceProviderConfig", auth, 200),
+        (f"{base}/Schemas", auth, 200),
+        (f"{base}/ResourceTypes/User", auth, 200),
+        (f"{base}/Users", {}, 401),  # WWW-Authenticate
+        (f"{base}/Users", {"HTTP_AUTHORIZATION": "Bearer wrong"}, 401),
+        (f"{base}/Users", {"HTTP_AUTHORIZATION": f"Bearer {directory_b.scim_secret}"}, 401),
+        (f"{base}/Users", {**auth, "method": "POST", "body": b"{not json"}, 400),
+        (f"{base}/Users", {**auth, "method": "POST", "body": b"{}", "CONTENT_TYPE": "text/plain"}, 415),
+        (f"{base}/Users", {**auth, "method": "POST", "body": b"{}", "CONTENT_LENGTH": str(2 * 1024 * 1024)}, 413),
+        (f"{base}/ServiceProviderConfig", {**auth, "method": "DELETE"}, 405),  # Allow
+        (f"{base}/Users/{unknown}", {**auth, "method": "PATCH", "body": patch}, 404),
+        (f"{base}/Users/{unknown}", {**auth, "method": "DELETE"}, 404),
+        (f"{base}/Nothing", auth, 404),
+        (base, auth, 404),
+        (f"{base}/Users/" + "é".encode().decode("latin-1"), auth, 404),  # PATH_INFO as a server gives it
+        (f"{base}/Users", {**auth, "query": "&".join(f"p{i}=1" for i in range(1001))}, 400),  # too many fields
+    ]
+    for path, request, status in cases:
+        status_line, _body = same_answer(fast, path, **request)
+        assert int(status_line.split()[0]) == status, (path, request)
+    assert fast.fallback_calls() == 0  # every one of them was answered by scim.wsgi
+
+    # Paths the SCIM routes do not match, and a Host that is not allowed, are Django's to answer.
+    same_answer(fast, "/api/scim/v2.0/", **auth)
+    same_answer(fast, "/api/scim/other", **auth)
+    assert fast.fallback_calls() == 2
+
+
+def test_scim_wsgi_writes_go_through(directory_a: Directory, fast: Any) -> None:
+    from directories.models import DirectoryGroup, GroupMembership
+
+    base = f"/api/scim/v2.0/{directory_a.id}"
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
+    status, headers, body = run(fast, f"{base}/Users", method="POST", body=orjson.dumps(user_body()), **auth)
+    assert status == "201 Created", body
+    user = orjson.loads(body)
+    assert ("Location", user["meta"]["location"]) in headers
+    assert DirectoryUser.objects.get(id=user["id"]).user_name == "jane@example.com"
+    group_doc = {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "Ops"}
+    status, _, body = run(fast, f"{base}/Groups", method="POST", body=orjson.dumps(group_doc), **auth)
+    group = orjson.loads(body)
+    assert status == "201 Created" and DirectoryGroup.objects.filter(id=group["id"]).exists()
+    add = {
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+        "Operations": [{"op": "add", "path": "members", "value": [{"value": user["id"]}]}],
+    }
+    status, _, _ = run(fast, f"{base}/Groups/{group['id']}", method="PATCH", body=orjson.dumps(add), **auth)
+    assert status == "204 No Content"
+    assert GroupMembership.objects.filter(group_id=group["id"], user_id=user["id"]).exists()
+    off = {
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+        "Operations": [{"op": "replace", "value": {"active": False}}],
+    }
+    status, _, body = run(fast, f"{base}/Users/{user['id']}", method="PATCH", body=orjson.dumps(off), **auth)
+    assert status == "200 OK" and orjson.loads(body)["active"] is False
+    assert DirectoryUser.objects.get(id=user["id"]).active is False
+    status, _, body = run(fast, f"{base}/Users/{user['id']}", method="DELETE", **auth)
+    assert (status, body) == ("204 No Content", b"")
+    assert not DirectoryUser.objects.filter(id=user["id"]).exists()
+    assert fast.fallback_calls() == 0
+
+
+def test_scim_wsgi_leaves_a_disallowed_host_to_django(directory_a: Directory, fast: Any, settings: Any) -> None:
+    settings.ALLOWED_HOSTS = ["roster.test"]
+    path = f"/api/scim/v2.0/{directory_a.id}/Users"
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
+    status, _body = same_answer(fast, path, **auth)  # Host: testserver is no longer allowed
+    assert status.startswith("400")
+    assert fast.fallback_calls() == 1
+    status, _body = same_answer(fast, path, HTTP_HOST="roster.test", **auth)
+    assert status.startswith("200")
+    assert fast.fallback_calls() == 1  # allowed: answered by scim.wsgi
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("APPEND_SLASH", True),
+        ("SECURE_SSL_REDIRECT", True),
+        ("SECURE_HSTS_SECONDS", 3600),
+        ("SCIM_MIDDLEWARE", ["django.middleware.common.CommonMiddleware"]),
+    ],
+)
+def test_scim_wsgi_leaves_settings_it_does_not_cover_to_django(
+    directory_a: Directory, fast: Any, settings: Any, setting: str, value: Any
+) -> None:
+    setattr(settings, setting, value)
+    run(fast, f"/api/scim/v2.0/{directory_a.id}/Users", HTTP_AUTHORIZATION=f"Bearer {directory_a.scim_secret}")
+    assert fast.fallback_calls() == 1

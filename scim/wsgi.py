@@ -1,0 +1,162 @@
+"""The SCIM endpoint as a plain WSGI application, for the requests that identity providers send.
+
+Django's request handler (request and response objects, the middleware chain, URL resolving, response
+logging) costs a SCIM request about as much CPU as its database lookup: a GET of an unknown user made
+733 Python calls through it and makes 499 here (bench/README.md, session 8). Here a SCIM request goes
+from the environ to `scim.views.scim_answer` and back to the server:
+
+- Routing: the same three patterns as scim/urls.py, on the path decoded the way Django decodes it.
+- The host check (ALLOWED_HOSTS, what CommonMiddleware does first): Django's own `get_host()`, run
+  once per distinct Host header and remembered.
+- The headers SecurityMiddleware would add (nosniff, Referrer-Policy, Cross-Origin-Opener-Policy), and
+  Content-Length as CommonMiddleware sets it.
+- `request_started` and `request_finished`, so Django manages the database connection (CONN_MAX_AGE,
+  a connection broken during the request) exactly as for any other request.
+
+Whatever this does not cover goes to the Django handler unchanged (`fallback`): a path the patterns do
+not match, a Host that is not allowed (Django answers 400 and logs it), a request without a Host
+header, and every request when the settings ask for more than the above: SCIM_MIDDLEWARE other than
+the default pair, SECURE_SSL_REDIRECT, HSTS, PREPEND_WWW, APPEND_SLASH or DISALLOWED_USER_AGENTS.
+`tests/scim/test_wsgi.py` checks that both give the same status, headers and body.
+"""
+
+from __future__ import annotations
+
+import http
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.core import signals
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.wsgi import WSGIRequest, get_path_info
+from django.http import QueryDict
+from django.utils.http import parse_header_parameters
+
+from scim.views import Request, scim_answer
+
+PREFIX = "/api/scim/v2.0/"
+# scim/urls.py under PREFIX, in its order: re_path with ^…$ and path() converters (str: [^/]+, path: .+).
+ROUTES = (
+    re.compile(r"(?P<directory_id>[^/]+)/?"),
+    re.compile(r"(?P<directory_id>[^/]+)/(?P<resource>[^/]+)/?"),
+    re.compile(r"(?P<directory_id>[^/]+)/(?P<resource>[^/]+)/(?P<resource_id>.+)"),
+)
+# The SCIM_MIDDLEWARE whose work this module does itself (config/settings.py).
+COVERED_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "django.middleware.common.CommonMiddleware"]
+_REASONS = {status.value: status.phrase for status in http.HTTPStatus}
+_HOSTS_REMEMBERED = 64
+
+
+def route(path: str) -> dict[str, str] | None:
+    """The view arguments of a SCIM path, or None when scim/urls.py would not match it."""
+    if not path.startswith(PREFIX):
+        return None
+    rest = path[len(PREFIX) :]
+    for pattern in ROUTES:
+        match = pattern.fullmatch(rest)
+        if match:
+            return match.groupdict()
+    return None
+
+
+def covered() -> bool:
+    """Whether the settings ask for nothing beyond what this module does (else: the Django handler)."""
+    return (
+        list(settings.SCIM_MIDDLEWARE) == COVERED_MIDDLEWARE
+        and not settings.SECURE_SSL_REDIRECT
+        and not settings.SECURE_HSTS_SECONDS
+        and not settings.PREPEND_WWW
+        and not settings.APPEND_SLASH
+        and not settings.DISALLOWED_USER_AGENTS
+    )
+
+
+def security_headers() -> list[tuple[str, str]]:
+    """SecurityMiddleware's response headers that do not depend on the request (HSTS does: not covered)."""
+    headers = []
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        headers.append(("X-Content-Type-Options", "nosniff"))
+    policy = settings.SECURE_REFERRER_POLICY
+    if policy:
+        values = policy.split(",") if isinstance(policy, str) else policy
+        headers.append(("Referrer-Policy", ",".join(v.strip() for v in values)))
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        headers.append(("Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
+    return headers
+
+
+class ScimApplication:
+    """WSGI application for paths under PREFIX; `fallback` (Django's handler) answers what it does not cover."""
+
+    def __init__(self, fallback: Callable[..., Iterable[bytes]]) -> None:
+        self.fallback = fallback
+        self._hosts: dict[tuple[Any, ...], bool] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        args = route(get_path_info(environ)) if covered() else None
+        if args is None or not self._host_allowed(environ):
+            return self.fallback(environ, start_response)
+        signals.request_started.send(sender=self.__class__, environ=environ)
+        try:
+            status, body, headers = scim_answer(_request(environ), **args)
+        finally:
+            signals.request_finished.send(sender=self.__class__)
+        headers += security_headers()
+        headers.append(("Content-Length", str(len(body))))
+        start_response(f"{status} {_REASONS.get(status, 'Unknown Status Code')}", headers)
+        return [body]
+
+    def _host_allowed(self, environ: dict[str, Any]) -> bool:
+        """Django's `get_host()` check, remembered per Host (and X-Forwarded-Host) value and settings."""
+        host = environ.get("HTTP_HOST")
+        if not host:
+            return False  # Django works it out from SERVER_NAME/PORT; rare enough to leave to it
+        key = (
+            host,
+            environ.get("HTTP_X_FORWARDED_HOST"),
+            tuple(settings.ALLOWED_HOSTS),
+            settings.DEBUG,
+            settings.USE_X_FORWARDED_HOST,
+        )
+        allowed = self._hosts.get(key)
+        if allowed is None:
+            try:
+                WSGIRequest(environ).get_host()
+                allowed = True
+            except DisallowedHost:
+                allowed = False
+            if len(self._hosts) >= _HOSTS_REMEMBERED:
+                self._hosts.clear()  # many distinct Host values: start over rather than grow
+            self._hosts[key] = allowed
+        return allowed
+
+
+def _request(environ: dict[str, Any]) -> Request:
+    """The request as scim.views reads it, with the same values Django's WSGIRequest would give."""
+    length = environ.get("CONTENT_LENGTH")
+
+    def body() -> bytes:
+        try:
+            size = int(length or 0)
+        except ValueError:
+            size = 0
+        return environ["wsgi.input"].read(size) if size > 0 else b""
+
+    def query() -> dict[str, str | None]:
+        raw = environ.get("QUERY_STRING", "")
+        if not raw:
+            return {}
+        params = QueryDict(raw.encode("iso-8859-1"))  # as WSGIRequest.GET: the raw bytes, decoded as UTF-8
+        return {k: params.get(k) for k in params}
+
+    return Request(
+        method=environ.get("REQUEST_METHOD", "GET").upper(),
+        path=environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
+        content_length=length,
+        content_type=lambda: parse_header_parameters(environ.get("CONTENT_TYPE", ""))[0],
+        authorization=environ.get("HTTP_AUTHORIZATION", ""),
+        query=query,
+        body=body,
+    )

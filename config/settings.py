@@ -103,13 +103,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # No health check: it costs a `SELECT 1` round trip on every request (bench/README.md), and Django
     # already discards a connection that failed during a request when that request ends.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=False)
-    # Server-side parameter binding: psycopg then sends the SQL text with $n placeholders, and prepares a
-    # statement it has run 5 times on a connection, so PostgreSQL plans each hot SCIM statement once per
-    # connection instead of on every request (planning was ~0.7 ms of the member-add statement, more than
-    # running it). Off (DB_SERVER_SIDE_BINDING=false) behind a PgBouncer in transaction mode older than
-    # 1.21, which cannot keep prepared statements.
-    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = env.bool(
-        "DB_SERVER_SIDE_BINDING", default=True
+    # Server-side parameter binding: psycopg sends the SQL text with $n placeholders and the values apart.
+    # Off (DB_SERVER_SIDE_BINDING=false, which also turns prepared statements off) behind a PgBouncer in
+    # transaction mode older than 1.21, which cannot keep prepared statements.
+    server_side_binding = env.bool("DB_SERVER_SIDE_BINDING", default=True)
+    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = server_side_binding
+    # Prepared statements: psycopg prepares a statement once it has run DB_PREPARE_THRESHOLD times on a
+    # connection, so PostgreSQL parses and plans each hot SCIM statement once per connection rather than
+    # on every request. Django turns them off unless asked (prepare_threshold None), which it does for
+    # the sake of connection poolers; 0 turns them off here too.
+    prepare_threshold = env.int("DB_PREPARE_THRESHOLD", default=5)
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = (
+        prepare_threshold if server_side_binding and prepare_threshold > 0 else None
     )
 else:
     DATABASES["default"].setdefault("OPTIONS", {})

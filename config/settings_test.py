@@ -27,10 +27,12 @@ if _test_db:
     DATABASES = {"default": env.db_url_config(_test_db)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["CONN_MAX_AGE"] = 0
-        # The production binding mode (config/settings.py), so the suite runs the SQL as it is sent there.
-        DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = env.bool(
-            "DB_SERVER_SIDE_BINDING", default=True
-        )
+        # The production binding mode and prepared statements (config/settings.py), so the suite runs the
+        # SQL as it is sent there.
+        _binding = env.bool("DB_SERVER_SIDE_BINDING", default=True)
+        _threshold = env.int("DB_PREPARE_THRESHOLD", default=5)
+        DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = _binding
+        DATABASES["default"]["OPTIONS"]["prepare_threshold"] = _threshold if _binding and _threshold > 0 else None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not Django's shared in-memory database: background delivery threads and the live
     # server then wait on SQLite's busy timeout instead of failing with "database table is locked".

@@ -18,15 +18,18 @@ def _int(name: str, default: int) -> int:
 
 
 # One request at a time per process (a Roster request is short and CPU-bound: parse, 1-3 queries,
-# render), keeping a client's connection open between its requests while no other client is waiting
-# for a worker: config/keepalive_worker.py. An identity provider pushing changes one by one keeps its
-# connection (gunicorn's `sync` closes it after every response); when more clients than workers are
-# busy, each response hands its client back to the shared queue, as `sync` does, which keeps latency
-# as even as `sync`'s. Measured against `sync` in bench/README.md (session 7; gthread in sessions 3 and 5).
+# render), keeping clients' connections open between their requests: config/keepalive_worker.py.
+# gunicorn's `sync` closes every connection after its response, so each request paid for a new TCP
+# connection. Measured against `sync` in bench/README.md (session 7; gthread in sessions 3 and 5).
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.keepalive_worker.KeepAliveWorker")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
-# Connections a worker keeps open at once (this worker); for gthread, raise it (its default is 1000).
-worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 1)
+# Connections a worker keeps open at once (this worker; for gthread, raise it: its default is 1000).
+# 3 per worker keeps 8-9 busy clients connected on 3 workers; with 1, a worker keeps a connection only
+# while no other client waits, and under load every request reconnects. Session 8 (bench/README.md):
+# 3 answered the 404 phase 20% faster and the whole workload 3-5% faster, with write p99 up to 37 ms
+# against 28. The price of keeping more clients than one: a client whose worker is busy with another
+# client's request waits for it, even when another worker is idle.
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 3)
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
 # memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
 workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)

@@ -10,16 +10,18 @@ This worker is one thread and one selector over the listening socket, the kept-a
 gunicorn's wake-up pipe. When a connection has a request, the worker reads it, runs the WSGI app and
 writes the response on that same thread, then leaves the connection in the selector for the next one.
 
-When to keep a connection: only while no other client is waiting for a worker. After each response
-the worker looks at the listen queue; if a client waits there, the response says `Connection: close`
-and the worker takes the next client from the queue, as `sync` does. So with more clients than
-workers (8 busy clients, 3 workers) requests are served from one shared queue in arrival order, and
-latency is as even as under `sync`. Workers that kept up to 3 clients each regardless were about 5%
-faster there, but their write p99 reached 47.9 ms against 32.3 with this rule (bench/README.md,
-session 7): a worker that is descheduled holds up every client it keeps. With few clients (an
-identity provider pushing changes one at a time) each one keeps its connection.
+When to keep a connection: while the worker has room for it (`worker_connections`), always; a client
+then reuses its connection for as long as it likes (up to `keepalive` seconds idle). While a client
+waits in the listen queue (checked when the app is done, before the headers go out), the response
+says `Connection: close` and the worker takes the next client from the queue, as `sync` does. With
+one connection per worker that is the rule under load: 8 busy clients on 3 workers are served from
+one shared queue in arrival order, each request on a new connection. With 3 per worker (the default)
+the 8 clients all stay connected: the 404 phase of the benchmark ran 20% faster and the whole
+workload 3-5%, with write p99 up to 37 ms against 28 (bench/README.md, session 8; in session 7, with
+costlier requests, 47.9 against 32.3). A client whose worker is busy with another kept client's
+request waits for it, even while another worker is idle.
 
-A worker holds at most `worker_connections` kept connections (default 1 in config/gunicorn.conf.py).
+A worker holds at most `worker_connections` kept connections (default 3 in config/gunicorn.conf.py).
 When it is full and a client waits, it makes room: it closes a connection that has been idle for
 `IDLE_ENOUGH` seconds, or else the next response on a busy one says `Connection: close`. A kept
 connection that stays idle is closed after `keepalive` seconds.

@@ -17,9 +17,10 @@ says `Connection: close` and the worker takes the next client from the queue, as
 one connection per worker that is the rule under load: 8 busy clients on 3 workers are served from
 one shared queue in arrival order, each request on a new connection. With 3 per worker (the default)
 the 8 clients all stay connected: the 404 phase of the benchmark ran 20% faster and the whole
-workload 3-5%, with write p99 up to 37 ms against 28 (bench/README.md, session 8; in session 7, with
-costlier requests, 47.9 against 32.3). A client whose worker is busy with another kept client's
-request waits for it, even while another worker is idle.
+workload 3-5%, with write p99 up to 37 ms against 28, and past 40 ms more often when the host slowed
+down (bench/README.md, session 8). A client whose worker is busy with another kept client's request
+waits for it, even while another worker is idle, and a worker that is descheduled holds up every
+client it keeps.
 
 A worker holds at most `worker_connections` kept connections (default 3 in config/gunicorn.conf.py).
 When it is full and a client waits, it makes room: it closes a connection that has been idle for

@@ -26,10 +26,11 @@ threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
 # Connections a worker keeps open at once (this worker; for gthread, raise it: its default is 1000).
 # 3 per worker keeps 8-9 busy clients connected on 3 workers; with 1, a worker keeps a connection only
 # while no other client waits, and under load every request reconnects. Session 8 (bench/README.md):
-# 3 answered the 404 phase 20% faster and the whole workload 3-5% faster, with write p99 up to 37 ms
-# against 28 (and when the host slowed down, past 40 ms in 8 of 12 rounds against 3 of 8). The price
-# of keeping more clients than one: a client whose worker is busy with another client's request waits
-# for it, even when another worker is idle, and a descheduled worker holds up every client it keeps.
+# 3 answered the 404 phase 18-40% faster; the whole workload was as fast in full runs and 7-23% faster
+# in roster-only rounds; write p99 reached 37 ms against 28 (and when the host slowed down, passed
+# 40 ms in 8 of 12 rounds against 3 of 8). The price of keeping more clients than one: a client whose
+# worker is busy with another client's request waits for it, even when another worker is idle, and a
+# descheduled worker holds up every client it keeps.
 worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 3)
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
 # memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.

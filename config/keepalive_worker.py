@@ -16,9 +16,9 @@ waits in the listen queue (checked when the app is done, before the headers go o
 says `Connection: close` and the worker takes the next client from the queue, as `sync` does. With
 one connection per worker that is the rule under load: 8 busy clients on 3 workers are served from
 one shared queue in arrival order, each request on a new connection. With 3 per worker (the default)
-the 8 clients all stay connected: the 404 phase of the benchmark ran 20% faster and the whole
-workload 3-5%, with write p99 up to 37 ms against 28, and past 40 ms more often when the host slowed
-down (bench/README.md, session 8). A client whose worker is busy with another kept client's request
+the 8 clients all stay connected: the 404 phase of the benchmark ran 18-40% faster and the whole
+workload as fast or faster, with write p99 up to 37 ms against 28, and past 40 ms more often when the
+host slowed down (bench/README.md, session 8). A client whose worker is busy with another kept client's request
 waits for it, even while another worker is idle, and a worker that is descheduled holds up every
 client it keeps.
 

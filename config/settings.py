@@ -67,9 +67,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-# Requests under SCIM_PATH_PREFIX (config.wsgi) run through this shorter chain: SCIM authenticates
-# with a bearer token and renders JSON, so it needs no session, CSRF, user, messages, static files or
-# frame header. Security headers and the ALLOWED_HOSTS check (CommonMiddleware) stay.
+# Requests under SCIM_PATH_PREFIX (config.wsgi) get this shorter chain: SCIM authenticates with a
+# bearer token and renders JSON, so it needs no session, CSRF, user, messages, static files or frame
+# header. Security headers and the ALLOWED_HOSTS check (CommonMiddleware) stay. With this default
+# chain, scim/wsgi.py does that work itself without Django's handler; any other chain runs as listed.
 SCIM_PATH_PREFIX = "/api/scim/"
 SCIM_MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -44,48 +45,48 @@ def _check_members(*, directory: Directory, plan: MemberPlan) -> dict[uuid.UUID,
     return users
 
 
-def _membership_insert(group: DirectoryGroup, user_ids: list[uuid.UUID]) -> list[uuid.UUID]:
-    """INSERT … ON CONFLICT DO NOTHING RETURNING: the ids really added (a present member is a no-op)."""
-    added: list[uuid.UUID] = []
-    if not user_ids:
-        return added
-    table = GroupMembership._meta.db_table
+def _member_statements(
+    group: DirectoryGroup, user_ids: list[uuid.UUID], statement: Callable[[Any, list[Any]], tuple[str, list[Any]]]
+) -> list[uuid.UUID]:
+    """Run `statement(group value, user values)` → (sql, params) over `user_ids` in chunks of CHUNK, each
+    sorted (one order everywhere: no lock cycles between member writers); the user ids they return."""
+    done: list[uuid.UUID] = []
     pk_field = DirectoryUser._meta.pk
     group_value = DirectoryGroup._meta.pk.get_db_prep_value(group.id, connection)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
         for start in range(0, len(user_ids), CHUNK):
-            chunk = sorted(user_ids[start : start + CHUNK])  # one insert order everywhere: no lock cycles
-            rows = ", ".join(["(%s, %s, %s)"] * len(chunk))
-            params: list[Any] = []
-            for user_id in chunk:
-                params += [group_value, pk_field.get_db_prep_value(user_id, connection), now]
-            cursor.execute(
-                f'INSERT INTO "{table}" ("group_id", "user_id", "created_at") VALUES {rows} '  # noqa: S608
-                'ON CONFLICT ("group_id", "user_id") DO NOTHING RETURNING "user_id"',
-                params,
-            )
-            added += [uuid.UUID(str(row[0])) for row in cursor.fetchall()]
-    return added
+            chunk = [pk_field.get_db_prep_value(u, connection) for u in sorted(user_ids[start : start + CHUNK])]
+            cursor.execute(*statement(group_value, chunk))
+            done += [uuid.UUID(str(row[0])) for row in cursor.fetchall()]
+    return done
+
+
+def _membership_insert(group: DirectoryGroup, user_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    """INSERT … ON CONFLICT DO NOTHING RETURNING: the ids really added (a present member is a no-op)."""
+    table = GroupMembership._meta.db_table
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+
+    def insert(group_value: Any, users: list[Any]) -> tuple[str, list[Any]]:
+        rows = ", ".join(["(%s, %s, %s)"] * len(users))
+        sql = (
+            f'INSERT INTO "{table}" ("group_id", "user_id", "created_at") VALUES {rows} '  # noqa: S608
+            'ON CONFLICT ("group_id", "user_id") DO NOTHING RETURNING "user_id"'
+        )
+        return sql, [value for user in users for value in (group_value, user, now)]
+
+    return _member_statements(group, user_ids, insert)
 
 
 def _membership_delete(group: DirectoryGroup, user_ids: list[uuid.UUID]) -> list[uuid.UUID]:
-    removed: list[uuid.UUID] = []
-    if not user_ids:
-        return removed
+    """DELETE … RETURNING: the ids really removed (a non-member is a no-op)."""
     table = GroupMembership._meta.db_table
-    pk_field = DirectoryUser._meta.pk
-    group_value = DirectoryGroup._meta.pk.get_db_prep_value(group.id, connection)
-    with connection.cursor() as cursor:
-        for start in range(0, len(user_ids), CHUNK):
-            chunk = sorted(user_ids[start : start + CHUNK])
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
-                f'DELETE FROM "{table}" WHERE "group_id" = %s AND "user_id" IN ({marks}) RETURNING "user_id"',  # noqa: S608
-                [group_value, *(pk_field.get_db_prep_value(u, connection) for u in chunk)],
-            )
-            removed += [uuid.UUID(str(row[0])) for row in cursor.fetchall()]
-    return removed
+
+    def delete(group_value: Any, users: list[Any]) -> tuple[str, list[Any]]:
+        marks = ", ".join(["%s"] * len(users))
+        sql = f'DELETE FROM "{table}" WHERE "group_id" = %s AND "user_id" IN ({marks}) RETURNING "user_id"'  # noqa: S608
+        return sql, [group_value, *users]
+
+    return _member_statements(group, user_ids, delete)
 
 
 def _members_add_checked(

@@ -1,0 +1,1 @@
+"""What every surface shares and nothing owns: small, dependency-free pieces (no models, no views)."""

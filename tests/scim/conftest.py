@@ -91,8 +91,20 @@ def scim_b(directory_b: Directory) -> Scim:
 
 
 @pytest.fixture
-def hooked_directory(db) -> Directory:  # noqa: ANN001
-    """A directory with a webhook, so events land in the outbox (WebhookEvent rows)."""
+def outbox_kept(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, str]]:
+    """Record the after-commit delivery kicks instead of draining, so recorded events stay in the outbox to
+    be read. Needed on PostgreSQL, where these tests commit for real (tests/conftest.py) and a kick
+    would hand the events to the in-process drain at once."""
+    from webhooks import dispatch
+
+    calls: list[tuple[Any, str]] = []
+    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: calls.append((directory_id, target)))
+    return calls
+
+
+@pytest.fixture
+def hooked_directory(db, outbox_kept) -> Directory:  # noqa: ANN001
+    """A directory with a webhook, so events land in the outbox (WebhookEvent rows), kept there to be read."""
     from directories.services import directory_create
 
     return directory_create(

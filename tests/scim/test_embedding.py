@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db import transaction
+
 from directories.models import Directory, DirectoryUser
 from scim.api import scim_request
 
@@ -12,7 +14,8 @@ def _req(directory: Directory, **fields) -> dict:  # noqa: ANN003
 
 def test_create_list_and_callback_events(directory_a: Directory, django_capture_on_commit_callbacks) -> None:  # noqa: ANN001
     seen: list[dict] = []
-    with django_capture_on_commit_callbacks(execute=True):
+    # An embedding caller's own transaction: the callback waits for its commit.
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         result = scim_request(
             _req(
                 directory_a,
@@ -66,7 +69,8 @@ def test_patch_and_delete_through_embedding(directory_a: Directory, django_captu
         "id"
     ]
     patch = {"Operations": [{"op": "replace", "value": {"active": False}}]}
-    with django_capture_on_commit_callbacks(execute=True):
+    # An embedding caller's own transaction: the callback waits for its commit.
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         result = scim_request(
             _req(directory_a, method="PATCH", resourceType="users", resourceId=uid, body=patch), seen.append
         )

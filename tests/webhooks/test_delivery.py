@@ -40,6 +40,7 @@ def _no_drain_on_commit(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: None)
 
+
 SECRET = "whsec-acme-0123456789abcdef"
 
 

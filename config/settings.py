@@ -173,6 +173,11 @@ SPECTACULAR_SETTINGS = {
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
+# The worker's pool, for `celery -A config worker` and `python -m config.worker` alike: threads, because a
+# delivery spends its time waiting on the receiver and the database, and threads share one process's
+# memory where prefork (Celery's default) forks a process per slot. 4 threads by default.
+CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=4)
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"

@@ -20,8 +20,12 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m config.worker", description=__doc__.splitlines()[0])
-    parser.add_argument("-P", "--pool", choices=POOLS, default="threads", help="default: threads")
-    parser.add_argument("-c", "--concurrency", type=int, default=4, help="threads or processes; default: 4")
+    # No defaults here: like `celery worker`, an option left out comes from CELERY_WORKER_POOL and
+    # CELERY_WORKER_CONCURRENCY (config/settings.py), so both commands start the same worker.
+    parser.add_argument("-P", "--pool", choices=POOLS, default=None, help="default: CELERY_WORKER_POOL (threads)")
+    parser.add_argument(
+        "-c", "--concurrency", type=int, default=None, help="threads or processes; default: CELERY_WORKER_CONCURRENCY (4)"
+    )
     parser.add_argument("-l", "--loglevel", type=str.upper, choices=LOG_LEVELS, default="INFO", help="default: INFO")
     parser.add_argument("-n", "--hostname", default=None, help="node name; default: celery@<host name>")
     parser.add_argument("-Q", "--queues", default=None, help="comma-separated queues; default: all")
@@ -30,7 +34,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--without-mingle", action="store_true")
     parser.add_argument("--without-heartbeat", action="store_true")
     args = parser.parse_args(argv)
-    if args.concurrency < 1:
+    if args.concurrency is not None and args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
     return args
 
@@ -43,8 +47,8 @@ def build(args: argparse.Namespace) -> Any:
     from config.celery import app
 
     return app.Worker(
-        pool_cls=args.pool,
-        concurrency=args.concurrency,
+        pool_cls=args.pool or app.conf.worker_pool,
+        concurrency=args.concurrency or app.conf.worker_concurrency,
         loglevel=logging.getLevelName(args.loglevel),
         hostname=args.hostname,
         queues=args.queues.split(",") if args.queues else None,

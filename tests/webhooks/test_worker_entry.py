@@ -79,3 +79,43 @@ def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url:
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["-m", "celery", "-A", "config", "worker"], ["-m", "config.worker"]],
+    ids=["celery-command", "config-worker"],
+)
+def test_both_commands_start_the_thread_pool_of_the_settings_when_no_pool_is_given(
+    broker_url: str, tmp_path: Path, command: list[str]
+) -> None:
+    """`celery -A config worker`, the command every Celery user types, gets the same pool and concurrency as
+    `python -m config.worker` (CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY), not Celery's prefork."""
+    from config.celery import app
+
+    node = f"roster-test-{secrets.token_hex(4)}@localhost"
+    queue = f"roster-test-{secrets.token_hex(4)}"
+    log = (tmp_path / "worker.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, *command, "-n", node, "-Q", queue, "-l", "warning"],
+        cwd=ROOT,
+        env=_env(CELERY_BROKER_URL=broker_url),
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    try:
+        stats: dict = {}
+        deadline = time.monotonic() + 60
+        while not stats.get(node) and time.monotonic() < deadline and proc.poll() is None:
+            stats = app.control.inspect(destination=[node], timeout=1.0).stats() or {}
+        assert stats.get(node), f"no stats; exit code {proc.poll()}; log:\n{(tmp_path / 'worker.log').read_text()[-2000:]}"
+        pool = stats[node]["pool"]
+        assert pool["implementation"] == "celery.concurrency.thread:TaskPool"
+        assert pool["max-concurrency"] == 4
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()

@@ -24,7 +24,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     # CELERY_WORKER_CONCURRENCY (config/settings.py), so both commands start the same worker.
     parser.add_argument("-P", "--pool", choices=POOLS, default=None, help="default: CELERY_WORKER_POOL (threads)")
     parser.add_argument(
-        "-c", "--concurrency", type=int, default=None, help="threads or processes; default: CELERY_WORKER_CONCURRENCY (4)"
+        "-c", "--concurrency", type=int, default=None, help="threads or processes; default: CELERY_WORKER_CONCURRENCY"
     )
     parser.add_argument("-l", "--loglevel", type=str.upper, choices=LOG_LEVELS, default="INFO", help="default: INFO")
     parser.add_argument("-n", "--hostname", default=None, help="node name; default: celery@<host name>")

@@ -108,7 +108,8 @@ def test_both_commands_start_the_thread_pool_of_the_settings_when_no_pool_is_giv
         deadline = time.monotonic() + 60
         while not stats.get(node) and time.monotonic() < deadline and proc.poll() is None:
             stats = app.control.inspect(destination=[node], timeout=1.0).stats() or {}
-        assert stats.get(node), f"no stats; exit code {proc.poll()}; log:\n{(tmp_path / 'worker.log').read_text()[-2000:]}"
+        tail = (tmp_path / "worker.log").read_text()[-2000:]
+        assert stats.get(node), f"no stats; exit code {proc.poll()}; log:\n{tail}"
         pool = stats[node]["pool"]
         assert pool["implementation"] == "celery.concurrency.thread:TaskPool"
         assert pool["max-concurrency"] == 4

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from adminauth.models import AdminToken, AdminUser, AuditEntry
-
-
-def iso_utc(value: datetime | None) -> str | None:
-    """ISO 8601 in UTC with a Z suffix and milliseconds, as JavaScript's Date.toISOString() writes it."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+from core.timefmt import iso_utc_or_none as iso_utc
 
 
 def admin_user_data(user: AdminUser) -> dict[str, Any]:

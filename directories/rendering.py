@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 
+from core.timefmt import iso_utc_or_none
 from directories.models import Directory, DirectoryGroup, DirectoryType, DirectoryUser
 
 
@@ -36,7 +37,7 @@ def directory_data(directory: Directory) -> dict[str, Any]:
             "endpoint": scim_endpoint(directory),
         },
         "webhook": {"endpoint": directory.webhook_url or None, "secret": directory.webhook_secret or None},
-        "created_at": directory.created_at.isoformat().replace("+00:00", "Z") if directory.created_at else None,
+        "created_at": iso_utc_or_none(directory.created_at),
     }
 
 

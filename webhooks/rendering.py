@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import orjson
 
+from core.timefmt import iso_utc_or_none as _iso
 from webhooks.models import WebhookDelivery
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
 
 
 def _payload(body: str) -> Any:

@@ -84,7 +84,7 @@ class AuditEntry(models.Model):
 
 
 class LoginFailure(models.Model):
-    """One failed attempt at the root token or an admin token, by client address.
+    """One failed attempt at the root token, an admin token or the portal's sign-in (adminauth.throttle).
 
     Counting rows in the database (not in process memory) makes the throttle hold across all
     gunicorn workers and hosts sharing the database. A throttled client records no further rows,
@@ -93,10 +93,13 @@ class LoginFailure(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     client_ip = models.CharField(max_length=64)
+    # The email tried at the portal's sign-in (empty for the admin API's tokens), counted per account.
+    email_key = models.CharField(max_length=320, blank=True, default="")
     created_at = models.DateTimeField()
 
     class Meta:
         indexes = [
             models.Index(fields=["client_ip", "created_at"], name="login_failure_ip"),
+            models.Index(fields=["email_key", "created_at"], name="login_failure_email"),
             models.Index(fields=["created_at"], name="login_failure_created"),
         ]

@@ -1,10 +1,14 @@
-"""Throttling of failed admin credentials per client address (SPEC §6, issue 5).
+"""The one throttle of failed admin credentials, for the admin API and the portal's sign-in (contract §6).
 
-A client that fails `ADMIN_LOGIN_MAX_FAILURES` times within `ADMIN_LOGIN_FAILURE_WINDOW_SECONDS`
-(sliding window) is answered 429 until its oldest failure in the window ages out. The check runs
-before the root token is compared and before any bcrypt work, so a throttled client can neither
-keep guessing nor make the server burn CPU. Failures live in the database (adminauth.LoginFailure),
-which every gunicorn worker shares; Django's default local-memory cache would count per worker.
+Every failure is a `LoginFailure` row: the client address, and for a portal sign-in the email that was
+tried. While a client address has `ADMIN_LOGIN_MAX_FAILURES` failures within
+`ADMIN_LOGIN_FAILURE_WINDOW_SECONDS` (a sliding window), or the email it tries has
+`ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL` (from any address: password guessing against one admin), it is
+refused (429 on the API, a lockout message in the portal) until the oldest counted failure ages out.
+Both surfaces count into the same rows, so an attacker gets one budget, not one per surface. The
+check runs before the root token is compared and before any bcrypt or password work, so a throttled
+client can neither keep guessing nor make the server burn CPU. Rows live in the database, which every
+gunicorn worker and node shares; Django's default local-memory cache would count per worker.
 """
 
 from __future__ import annotations
@@ -14,20 +18,26 @@ import math
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
 from adminauth.models import LoginFailure
 
 DEFAULT_MAX_FAILURES = 10
+DEFAULT_MAX_FAILURES_PER_EMAIL = 5
 DEFAULT_WINDOW_SECONDS = 15 * 60
 
 
-def _max_failures() -> int:
+def max_failures() -> int:
     return int(getattr(settings, "ADMIN_LOGIN_MAX_FAILURES", DEFAULT_MAX_FAILURES))
 
 
-def _window() -> timedelta:
+def max_failures_per_email() -> int:
+    return int(getattr(settings, "ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL", DEFAULT_MAX_FAILURES_PER_EMAIL))
+
+
+def window() -> timedelta:
     return timedelta(seconds=int(getattr(settings, "ADMIN_LOGIN_FAILURE_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS)))
 
 
@@ -49,33 +59,46 @@ def client_ip(request: HttpRequest) -> str | None:
         return None
 
 
-def _key(ip: str | None) -> str:
+def email_key(email: str | None) -> str:
+    """The form in which a tried email is counted (and looked up): trimmed, lowercased, bounded."""
+    return (email or "").strip().lower()[:320]
+
+
+def _ip_key(ip: str | None) -> str:
     return ip or "unknown"
 
 
-def throttle_wait_seconds(*, ip: str | None) -> int:
-    """Seconds until this client may try again; 0 when it is not throttled. One indexed query."""
-    now = timezone.now()
-    limit = _max_failures()
-    recent = list(
-        LoginFailure.objects.filter(client_ip=_key(ip), created_at__gt=now - _window())
-        .order_by("-created_at")
-        .values_list("created_at", flat=True)[:limit]
-    )
+def _wait(rows: QuerySet[LoginFailure], limit: int, now: object) -> float:
+    """Seconds until fewer than `limit` of `rows` are in the window; 0 when already fewer."""
+    recent = list(rows.order_by("-created_at").values_list("created_at", flat=True)[:limit])
     if len(recent) < limit:
-        return 0
+        return 0.0
     # The client is free again once the limit-th most recent failure leaves the window.
-    remaining = (recent[-1] + _window() - now).total_seconds()
-    return max(1, math.ceil(remaining))
+    return (recent[-1] + window() - now).total_seconds()  # type: ignore[operator]
 
 
-def failure_record(*, ip: str | None) -> None:
+def throttle_wait_seconds(*, ip: str | None, email: str | None = None) -> int:
+    """Seconds until this client (and, when given, this email) may try again; 0 when not throttled."""
     now = timezone.now()
-    LoginFailure.objects.create(client_ip=_key(ip), created_at=now)
+    recent = LoginFailure.objects.filter(created_at__gt=now - window())
+    waits = [_wait(recent.filter(client_ip=_ip_key(ip)), max_failures(), now)]
+    if email:
+        waits.append(_wait(recent.filter(email_key=email_key(email)), max_failures_per_email(), now))
+    longest = max(waits)
+    return max(1, math.ceil(longest)) if longest > 0 else 0
+
+
+def failure_record(*, ip: str | None, email: str | None = None) -> None:
+    now = timezone.now()
+    LoginFailure.objects.create(client_ip=_ip_key(ip), email_key=email_key(email), created_at=now)
     # Pruning on the write path keeps the table small without a periodic job.
-    LoginFailure.objects.filter(created_at__lte=now - _window()).delete()
+    LoginFailure.objects.filter(created_at__lte=now - window()).delete()
 
 
-def failures_clear(*, ip: str | None) -> None:
-    """A successful root-token login forgets the client's earlier typos."""
-    LoginFailure.objects.filter(client_ip=_key(ip)).delete()
+def failures_clear(*, ip: str | None = None, email: str | None = None) -> None:
+    """A success forgets earlier typos: a root-token login those of its address; a portal sign-in those
+    of its email only (an address may be shared by many people)."""
+    if ip is not None:
+        LoginFailure.objects.filter(client_ip=_ip_key(ip)).delete()
+    if email:
+        LoginFailure.objects.filter(email_key=email_key(email)).delete()

@@ -203,9 +203,11 @@ if not DB_ENCRYPTION_KEY:
     )
 AUTH_USER_MODEL = "adminauth.AdminUser"
 
-# Admin API (adminauth): failed root/admin-token attempts allowed per client address in a sliding
+# Admin API and portal sign-in (adminauth.throttle): failed attempts allowed per client address in a sliding
 # window before answers turn 429; and how many reverse proxies in front of Roster append to
 # X-Forwarded-For (0: REMOTE_ADDR is the client, a client-sent X-Forwarded-For is ignored).
 ADMIN_LOGIN_MAX_FAILURES = env.int("ADMIN_LOGIN_MAX_FAILURES", default=10)
 ADMIN_LOGIN_FAILURE_WINDOW_SECONDS = env.int("ADMIN_LOGIN_FAILURE_WINDOW_SECONDS", default=900)
+# The portal's sign-in also counts failures per email tried, from any address (adminauth.throttle).
+ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL = env.int("ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL", default=5)
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)

@@ -7,8 +7,8 @@ from typing import Any
 
 from django import forms
 
+from adminauth.throttle import email_key
 from directories.models import DirectoryType
-from portal.throttle import email_key
 
 
 class SignInForm(forms.Form):

@@ -1,4 +1,4 @@
-"""Sign in and out. Session based; throttled per email and per client address (portal.throttle)."""
+"""Sign in and out. Session based; throttled per email and per client address (adminauth.throttle)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
 from adminauth.services import audit_record
+from adminauth.throttle import failure_record, failures_clear, throttle_wait_seconds
 from portal.forms import SignInForm
-from portal.throttle import signin_failure_record, signin_failures_clear, signin_lockout_seconds
 from portal.views.common import client_ip
 
 
@@ -40,7 +40,7 @@ def signin(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         ip = client_ip(request)
-        wait = signin_lockout_seconds(email=email, client_ip=ip)
+        wait = throttle_wait_seconds(ip=ip, email=email)
         if wait:
             minutes = max(1, round(wait / 60))
             form.add_error(
@@ -51,12 +51,12 @@ def signin(request: HttpRequest) -> HttpResponse:
         else:
             user = authenticate(request, username=email, password=form.cleaned_data["password"])
             if user is None:
-                signin_failure_record(email=email, client_ip=ip)
+                failure_record(ip=ip, email=email)
                 # One message for unknown email and wrong password: no account enumeration.
                 form.add_error(None, "Email or password is incorrect.")
                 status = 400
             else:
-                signin_failures_clear(email=email)
+                failures_clear(email=email)
                 login(request, user)  # rotates the session key (no session fixation)
                 audit_record(
                     actor=user,

@@ -1,4 +1,4 @@
-"""Authentication of the admin API (SPEC §6).
+"""Authentication of the admin API (contract §6).
 
 Two credentials are accepted on every route but `_login`:
 

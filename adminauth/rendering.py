@@ -1,4 +1,4 @@
-"""The JSON shapes of the admin API (SPEC §6): admin users, admin tokens, audit entries."""
+"""The JSON shapes of the admin API (contract §6): admin users, admin tokens, audit entries."""
 
 from __future__ import annotations
 

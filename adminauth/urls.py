@@ -1,4 +1,4 @@
-"""Routes of the admin API, mounted at /auditlog/admin/v1/ (SPEC §6)."""
+"""Routes of the admin API, mounted at /auditlog/admin/v1/ (contract §6)."""
 
 from __future__ import annotations
 

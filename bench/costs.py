@@ -7,7 +7,7 @@ Calls the WSGI application directly (no socket, no gunicorn, no client) on a fre
 database with production settings and a Redis broker, and reports process CPU milliseconds per
 request (time.process_time, so waiting for PostgreSQL does not count; the least loaded of 5 rounds)
 and SQL statements per request.
-On 2 cores, requests/s ≈ 2000 ÷ (CPU ms per request of everything involved), see CEILING.md.
+On 2 cores, requests/s ≈ 2000 ÷ (CPU ms per request of everything involved), see bench/README.md.
 
 Variants change one thing in this process only (monkeypatching; nothing in the application is
 edited), to price a fix before anyone writes it:

@@ -58,7 +58,7 @@ def _user_row(i: int, fields: set[str]) -> dict[str, Any]:
     doc = okta_user(TAG, i)
     try:
         from scim.documents import user_finalize
-    except ImportError:  # SCIM not landed: derive the columns the way SPEC §3 describes them
+    except ImportError:  # SCIM not landed: derive the columns the way contract §3 describes them
         raw = {**doc, "id": str(uid)}
         cols = {
             "user_name": doc["userName"],

@@ -1,6 +1,6 @@
 """Webhook signature checks as a receiving application would do them.
 
-Roster (SPEC §5): `Roster-Signature: t=<unix seconds>,s=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
+Roster (contract §5): `Roster-Signature: t=<unix seconds>,s=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
 Jackson: `BoxyHQ-Signature: t=<unix milliseconds>,s=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
 Both sign exactly the bytes of the body, so the receiver hashes the raw bytes it read, never a
 re-serialisation.

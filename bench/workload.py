@@ -286,7 +286,7 @@ class Workload:
         return results
 
     def expected_events(self) -> dict[str, int]:
-        """The webhook events SPEC §5 requires for this workload, by type (at least this many)."""
+        """The webhook events contract §5 requires for this workload, by type (at least this many)."""
         k = len(self.removed)
         return {
             "user.created": self.config.users,

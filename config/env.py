@@ -1,4 +1,4 @@
-"""The one place that reads the process environment (SPEC §2)."""
+"""The one place that reads the process environment (contract §2)."""
 
 from __future__ import annotations
 

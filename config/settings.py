@@ -1,4 +1,4 @@
-"""Roster settings. Every knob is an environment variable read through config.env (SPEC §2)."""
+"""Roster settings. Every knob is an environment variable read through config.env (contract §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API-key authentication of the REST API (SPEC §1: `Authorization: Bearer <API key>`)."""
+"""API-key authentication of the REST API (contract §1: `Authorization: Bearer <API key>`)."""
 
 from __future__ import annotations
 

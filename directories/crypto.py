@@ -1,4 +1,4 @@
-"""Encryption at rest for SCIM and webhook secrets (SPEC §2 DB_ENCRYPTION_KEY).
+"""Encryption at rest for SCIM and webhook secrets (contract §2 DB_ENCRYPTION_KEY).
 
 Values are sealed with Fernet (AES-128-CBC + HMAC-SHA256, from `cryptography`) under a key derived
 from DB_ENCRYPTION_KEY with HKDF-SHA256, so any string of enough entropy works as the setting.

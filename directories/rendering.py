@@ -1,4 +1,4 @@
-"""The public shapes of SPEC §3 (Directory, User, Group), shared by the REST API, webhooks and admin API."""
+"""The public shapes of contract §3 (Directory, User, Group), shared by the REST API, webhooks and admin API."""
 
 from __future__ import annotations
 

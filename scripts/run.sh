@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up and start Roster on its embedded defaults: SQLite under var/, webhooks delivered
-# in-process, DEBUG on, at http://127.0.0.1:8000. Any variable of SPEC §2 set in the
+# in-process, DEBUG on, at http://127.0.0.1:8000. Any variable of contract §2 set in the
 # environment overrides these defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."

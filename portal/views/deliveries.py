@@ -1,4 +1,4 @@
-"""A directory's webhook delivery log (kept only while log_webhook_events is on, SPEC §5)."""
+"""A directory's webhook delivery log (kept only while log_webhook_events is on, contract §5)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 
 Every knob can be overridden from the environment (GUNICORN_*), or on the command line, which wins
 over this file. The defaults follow what was measured on the project's 2-core machine (see
-/work/shared/anchors/CEILING.md and bench/README.md).
+bench/README.md).
 """
 
 from __future__ import annotations
@@ -55,9 +55,26 @@ keepalive = _int("GUNICORN_KEEPALIVE", 2)
 max_requests = _int("GUNICORN_MAX_REQUESTS", 0)
 max_requests_jitter = _int("GUNICORN_MAX_REQUESTS_JITTER", max_requests // 10)
 
-# Bounded request line and headers: SCIM filters sit in the query string, 8 KiB is plenty.
+# Bounded request line and headers: SCIM filters sit in the query string, 8 KiB is plenty. A request
+# past them is refused before the app runs: 414 (line) or 431 (headers), in the surface's format
+# (config/keepalive_worker.py, `post_worker_init` below for gunicorn's own worker classes).
 limit_request_line = 8190
 limit_request_fields = 100
+
+
+def post_worker_init(worker: object) -> None:
+    """gunicorn renders the refusals of the limits above as HTML pages, from the worker's `handle_error`,
+    and has no setting for their format. Roster's worker answers them in the surface's format itself;
+    a gunicorn worker class (GUNICORN_WORKER_CLASS=sync or gthread) gets the same method here, on the
+    instance, before it serves anything. Those classes do not keep the start of the request line, so
+    their answer is the JSON object that both SCIM and envelope clients read (see keepalive_worker)."""
+    import types
+
+    from config.keepalive_worker import KeepAliveWorker, error_handle
+
+    if not isinstance(worker, KeepAliveWorker):
+        worker.handle_error = types.MethodType(error_handle, worker)  # type: ignore[attr-defined]
+
 
 # The heartbeat file lives in memory, not on a possibly slow overlay disk (containers).
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None  # noqa: S108 - a tmpfs, not a shared /tmp file

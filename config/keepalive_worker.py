@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import select
 import selectors
 import socket
@@ -46,9 +47,14 @@ import time
 from datetime import datetime
 from typing import Any
 
+import orjson
 from gunicorn import http, sock, util
 from gunicorn.http import wsgi
+from gunicorn.http.errors import LimitRequestHeaders, LimitRequestLine
+from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.base import Worker
+
+from scim.errors import ERROR_SCHEMA
 
 # A connection idle this long when a client is waiting is closed to make room: its client is between
 # requests and will reconnect when it has one.
@@ -61,8 +67,123 @@ _LISTENER = object()
 _PIPE = object()
 
 
+# --- the server's own limits, answered in the surface's format -----------------------------------------
+#
+# gunicorn refuses a request line longer than `limit_request_line` (414) and a header block past
+# `limit_request_fields` / `limit_request_field_size` (431) before any Roster code runs, and renders the
+# refusal as an HTML page. Identity providers and API clients parse JSON, so these answers are given in
+# the format of the surface the request was meant for: SCIM error JSON under /api/scim/, the
+# {data, error} envelope under /api/v1 and /auditlog, plain text elsewhere.
+#
+# Which surface is decided from the start of the request line. This worker keeps the first bytes it read
+# for each request (`_HeadUnreader`), so it knows the path even when the line was cut at the limit (the
+# path comes before the query string, where the length is). gunicorn's own `sync` and `gthread` workers
+# do not keep them (config/gunicorn.conf.py hands them `error_handle` through `post_worker_init`), and
+# then the answer is one JSON object carrying both formats' members, `schemas`/`status`/`detail` for a
+# SCIM client and `data`/`error` for an envelope client, so either kind of client can read it.
+
+# The same prefixes as the app's own not-found routes (config/urls.py).
+_SCIM_PATH = re.compile(r"^/api/scim(?:/|$)")
+_ENVELOPE_PATH = re.compile(r"^/(?:api/v1|auditlog)(?:/|$)")
+HEAD_BYTES = 1024  # enough of a request line to hold any Roster path
+_REASONS = {414: "URI Too Long", 431: "Request Header Fields Too Large"}
+
+
+def request_target(head: bytes | None) -> str | None:
+    """The path of the request line at the start of `head`, or None when there is none to read."""
+    if not head:
+        return None
+    line = head[:HEAD_BYTES].split(b"\r\n", 1)[0]
+    parts = line.split(b" ", 2)
+    if len(parts) < 2:
+        return None
+    target = parts[1].decode("latin-1")
+    if "://" in target:  # absolute form: http://host/path
+        target = "/" + target.split("://", 1)[1].partition("/")[2]
+    return target.split("?", 1)[0]
+
+
+def surface_of(path: str | None) -> str | None:
+    """ "scim", "envelope" or "text" for a known path; None when the path is unknown."""
+    if path is None:
+        return None
+    if _SCIM_PATH.match(path):
+        return "scim"
+    if _ENVELOPE_PATH.match(path):
+        return "envelope"
+    return "text"
+
+
+def limit_error(exc: BaseException, cfg: Any) -> tuple[int, str] | None:
+    """(status, message) for a request refused by one of the server's limits; None for other errors."""
+    if isinstance(exc, LimitRequestLine):
+        return 414, f"The request line is longer than {cfg.limit_request_line} bytes."
+    if isinstance(exc, LimitRequestHeaders):
+        return 431, (
+            f"The request headers are too large: at most {cfg.limit_request_fields} fields of at most "
+            f"{cfg.limit_request_field_size} bytes each."
+        )
+    return None
+
+
+def error_response(status: int, message: str, path: str | None) -> bytes:
+    """The whole HTTP response (it closes the connection) for `status` in the format of `path`'s surface."""
+    surface = surface_of(path)
+    scim = {"schemas": [ERROR_SCHEMA], "status": str(status), "detail": message}
+    envelope = {"data": None, "error": {"message": message, "code": status}}
+    if surface == "scim":
+        content_type, body = "application/scim+json", orjson.dumps(scim)
+    elif surface == "envelope":
+        content_type, body = "application/json", orjson.dumps(envelope)
+    elif surface == "text":
+        content_type, body = "text/plain; charset=utf-8", message.encode() + b"\n"
+    else:
+        content_type, body = "application/json", orjson.dumps({**scim, **envelope})
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Bad Request')}\r\nConnection: close\r\n"
+        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+def error_handle(
+    worker: Worker, req: Any, client: Any, addr: Any, exc: BaseException, head: bytes | None = None
+) -> None:
+    """A worker's `handle_error`: the server's limits answered in format, anything else as gunicorn does."""
+    refused = limit_error(exc, worker.cfg)
+    if refused is None:
+        Worker.handle_error(worker, req, client, addr, exc)
+        return
+    status, message = refused
+    # One line, as gunicorn logs it; never the request line itself (it may carry personal data).
+    worker.log.warning("Invalid request from ip=%s: %s (%d)", (addr or ("",))[0], type(exc).__name__, status)
+    try:
+        util.write_nonblock(client, error_response(status, message, request_target(head)))
+    except Exception:  # noqa: BLE001 - the client is gone: nothing to tell it
+        worker.log.debug("Failed to send error message.")
+
+
+class _HeadUnreader(SocketUnreader):
+    """gunicorn's socket reader, keeping the first chunk read for the current request (`head`), so an
+    error raised while parsing its request line can still name the path."""
+
+    def __init__(self, sock: Any) -> None:
+        super().__init__(sock)
+        self.head: bytes | None = None
+
+    def chunk(self, size_hint: int | None = None) -> bytes:
+        data = super().chunk(size_hint)
+        if self.head is None:
+            self.head = data
+        return data
+
+    def request_start(self) -> None:
+        """A new request starts: its head is what is already buffered (pipelined), else the next read."""
+        self.head = self.buf.getvalue() or None
+
+
 class _Connection:
-    __slots__ = ("addr", "fd", "idle_since", "listener", "parser", "sock")
+    __slots__ = ("addr", "fd", "idle_since", "listener", "parser", "sock", "unreader")
 
     def __init__(self, client: Any, addr: Any, listener: Any, cfg: Any) -> None:
         self.sock = client
@@ -70,6 +191,7 @@ class _Connection:
         self.addr = addr
         self.listener = listener
         self.parser = http.get_parser(cfg, client, addr)
+        self.parser.unreader = self.unreader = _HeadUnreader(client)
         self.idle_since = time.monotonic()
 
     def has_buffered_request(self) -> bool:
@@ -106,6 +228,9 @@ def _client_waiting(listener: Any) -> bool:
 
 
 class KeepAliveWorker(Worker):
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        error_handle(self, req, client, addr, exc)
+
     def init_process(self) -> None:
         self.selector = selectors.DefaultSelector()
         self.connections: dict[int, _Connection] = {}
@@ -256,6 +381,7 @@ class KeepAliveWorker(Worker):
         keep = False
         answered = False  # a response (or an error page) went out: close gracefully after it
         req = None
+        connection.unreader.request_start()
         try:
             req = next(connection.parser)
             keep = self._handle_request(connection, req)
@@ -276,7 +402,7 @@ class KeepAliveWorker(Worker):
             if error.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
                 self.log.exception("Socket error processing request.")
         except BaseException as error:  # noqa: BLE001 - as sync: a 400 or 500 to the client, then close
-            self.handle_error(req, connection.sock, connection.addr, error)
+            error_handle(self, req, connection.sock, connection.addr, error, connection.unreader.head)
             answered = True
         if not keep:
             self._close(connection, graceful=answered)

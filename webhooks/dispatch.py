@@ -182,10 +182,12 @@ def _coalescer() -> Coalescer | None:
 
 def key_ttl() -> float:
     """Expiry of a drain key: longer than a batch can take between two refreshes (see CLAIM_HOLD), its
-    outcomes' recording riding out a lost database connection (RECORD_RETRY) included."""
-    from webhooks.services import CLAIM_HOLD, RECORD_RETRY
+    outcomes' recording riding out a lost database connection for RECORD_RETRY (30 s) included: the
+    slack below (30 s, LINGER and KEY_REFRESH) covers it. Not made longer, because a longer expiry delays
+    the new drain the sweep starts after a worker is killed."""
+    from webhooks.services import CLAIM_HOLD
 
-    return CLAIM_HOLD + float(settings.WEBHOOK_TIMEOUT) + RECORD_RETRY + LINGER + KEY_REFRESH + 30.0
+    return CLAIM_HOLD + float(settings.WEBHOOK_TIMEOUT) + LINGER + KEY_REFRESH + 30.0
 
 
 class _Drain:

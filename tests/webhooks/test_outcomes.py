@@ -99,10 +99,15 @@ def _lose(monkeypatch: pytest.MonkeyPatch, name: str, failures: int, *, before: 
 def test_a_connection_terminated_while_the_receiver_answers_200_still_records_delivered(
     receiver: Receiver,
     private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
     log: bool,
 ) -> None:
+    """The backend is terminated while the receiver answers 200 (the attempts that follow need no
+    database), and the server then refuses the next two connections, as a restarting one does."""
     if connection.vendor != "postgresql":
         pytest.skip("terminating the drain's own backend needs PostgreSQL (CI runs it)")
+    import psycopg
+
     directory = make_hooked_directory(receiver, log=log)
     ids = _record(directory, 3)
     connection.ensure_connection()
@@ -121,9 +126,19 @@ def test_a_connection_terminated_while_the_receiver_answers_200_still_records_de
         finally:
             own.close()
 
+    real_connect = connection.get_new_connection
+    refused: list[int] = []
+
+    def connect_unless_restarting(params: dict[str, Any]) -> Any:
+        if terminated and len(refused) < 2:
+            refused.append(1)
+            raise psycopg.OperationalError("connection refused: the database system is starting up")
+        return real_connect(params)
+
+    monkeypatch.setattr(connection, "get_new_connection", connect_unless_restarting)
     receiver.on_request = terminate_the_drains_connection
     result = _batch(directory)
-    assert terminated == [True]
+    assert terminated == [True] and len(refused) == 2
     assert (result.claimed, result.delivered, result.failed, result.released) == (3, 3, 0, 0)
     assert connection.connection.info.backend_pid != drain_pid  # recorded on a new connection
     assert _states(ids) == [None, None, None]  # closed: not `sending`, so never "worker lost"

@@ -53,8 +53,9 @@ the SCIM request that made the change, so it must be cheap and must never raise.
 
 A drain works for at most DRAIN_BUDGET seconds (or until its Celery worker begins a warm shutdown),
 then hands its key over to a new task (or pool job) at the back of the queue, so directories share the
-workers and a task stays far inside its time limit. Its batches are sized from the receiver's latency
-(BATCH_WINDOW), so a slow receiver's events are claimed a few at a time.
+workers and a task stays far inside its time limit. Its first claim takes one event; then its batches
+are sized from the receiver's latency (BATCH_WINDOW), so a slow receiver's events are claimed a few at a
+time and a killed worker leaves at most about a second's worth of them `sending`.
 """
 
 from __future__ import annotations
@@ -180,7 +181,10 @@ def _coalescer() -> Coalescer | None:
 
 
 def key_ttl() -> float:
-    """Expiry of a drain key: longer than a batch can take between two refreshes (see CLAIM_HOLD)."""
+    """Expiry of a drain key: longer than a batch can take between two refreshes (see CLAIM_HOLD), its
+    outcomes' recording riding out a lost database connection for RECORD_RETRY (30 s) included: the
+    slack below (30 s, LINGER and KEY_REFRESH) covers it. Not made longer, because a longer expiry delays
+    the new drain the sweep starts after a worker is killed."""
     from webhooks.services import CLAIM_HOLD
 
     return CLAIM_HOLD + float(settings.WEBHOOK_TIMEOUT) + LINGER + KEY_REFRESH + 30.0
@@ -190,13 +194,16 @@ class _Drain:
     """One drain's run: its key, totals, budget and batch size."""
 
     def __init__(self, key: Key, should_stop: Callable[[], bool] | None = None) -> None:
-        from webhooks.services import BatchResult, delivery
+        from webhooks.services import BatchResult
 
         self.key = key
         self.totals = BatchResult()
         self.stop_at = time.monotonic() + DRAIN_BUDGET
         self.should_stop = should_stop
-        self.limit = delivery.BATCH_SIZE
+        # One event until the receiver's latency is known: a worker killed during the first attempt to a
+        # slow receiver then leaves one event `sending` (reported "worker lost"), not a whole batch that
+        # was never sent. A fast receiver costs one small claim per drain before full batches.
+        self.limit = 1
         self.between: Callable[[], None] | None = None
 
     def batch(self) -> Any:

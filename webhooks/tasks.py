@@ -10,15 +10,22 @@ from config.celery import app
 from webhooks import dispatch, services
 
 # A drain works DRAIN_BUDGET seconds, then finishes the batch in hand, whose attempts stop starting after
-# CLAIM_HOLD and last WEBHOOK_TIMEOUT each, then lingers LINGER. The limits sit above that, so they only
-# fire on a drain that is stuck. The hard limit kills it: its claimed events are left `sending` and the
-# sweep reports them as "worker lost" (services.sending_stale_after is measured from the claim, and a
-# batch is claimed at most CLAIM_HOLD + WEBHOOK_TIMEOUT before it finishes).
+# CLAIM_HOLD and last WEBHOOK_TIMEOUT each, then lingers LINGER. Through a lost database connection its
+# claim and its recording of the outcomes may each be retried for RECORD_RETRY. The limits sit above all
+# that, so they only fire on a drain that is stuck. The hard limit kills it: its claimed events are left
+# `sending` and the sweep reports them as "worker lost" (services.sending_stale_after is measured from
+# the claim, and a batch is claimed at most CLAIM_HOLD + WEBHOOK_TIMEOUT + RECORD_RETRY before it is
+# recorded).
 DRAIN_SOFT_TIME_LIMIT = int(
-    dispatch.DRAIN_BUDGET + services.CLAIM_HOLD + 2 * float(settings.WEBHOOK_TIMEOUT) + dispatch.LINGER + 30
+    dispatch.DRAIN_BUDGET
+    + services.CLAIM_HOLD
+    + 2 * float(settings.WEBHOOK_TIMEOUT)
+    + 2 * services.RECORD_RETRY
+    + dispatch.LINGER
+    + 30
 )
 DRAIN_TIME_LIMIT = DRAIN_SOFT_TIME_LIMIT + 10
-DELIVER_TIME_LIMIT = int(float(settings.WEBHOOK_TIMEOUT)) + 30
+DELIVER_TIME_LIMIT = int(float(settings.WEBHOOK_TIMEOUT) + 2 * services.RECORD_RETRY) + 30
 
 # One attempt, ever: no autoretry, and ack on receipt so a dying worker does not get the message
 # redelivered behind the claim's back (the sweep reports its events instead).

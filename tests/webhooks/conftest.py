@@ -7,7 +7,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,7 +36,8 @@ class Received:
 class Receiver:
     """Records every request. Behaviour is chosen by path:
     /ok 200, /fail 500, /redirect 302 to /ok, /slow (sleeps `slow_seconds`, then 200),
-    /big (200 with a 200 KiB body), /stall-body (200 headers, then a body that never completes)."""
+    /big (200 with a 200 KiB body), /stall-body (200 headers, then a body that never completes).
+    `on_request`, when set, runs in the server's thread for every request before it is answered."""
 
     host: str
     port: int
@@ -44,6 +45,7 @@ class Receiver:
     slow_seconds: float = 2.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     release: threading.Event = field(default_factory=threading.Event)
+    on_request: Callable[[Received], None] | None = None
 
     def url(self, path: str = "/ok") -> str:
         return f"http://{self.host}:{self.port}{path}"
@@ -65,6 +67,10 @@ class Receiver:
 def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # The status line and headers go out in one write and the body in another; with Nagle on, the
+        # body of every answer on a kept-alive connection waits for the client's delayed ACK (~40 ms),
+        # which made this local receiver look like a slow one.
+        disable_nagle_algorithm = True
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -72,10 +78,11 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
+            received = Received(self.path, {k: v for k, v in self.headers.items()}, body, time.monotonic())
             with receiver.lock:
-                receiver.requests.append(
-                    Received(self.path, {k: v for k, v in self.headers.items()}, body, time.monotonic())
-                )
+                receiver.requests.append(received)
+            if receiver.on_request is not None:
+                receiver.on_request(received)
             path = self.path.split("?")[0]
             if path == "/fail":
                 self._answer(500, b"internal receiver error")

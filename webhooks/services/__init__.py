@@ -2,6 +2,7 @@
 
 - `recording`: events into the outbox, in the caller's transaction, with one drain kick after commit;
 - `delivery`: claiming a directory's events in batches and making each one's single attempt;
+- `reconnect`: riding out a lost database connection while the drain records what happened;
 - `sweeping`: what a broker or worker outage left behind, and the delivery-log purge.
 """
 
@@ -15,6 +16,7 @@ from webhooks.services.delivery import (
     events_batch_deliver,
     sending_stale_after,
 )
+from webhooks.services.reconnect import RECORD_RETRY
 from webhooks.services.recording import (
     PreparedEvents,
     directory_event_record,
@@ -34,6 +36,7 @@ from webhooks.services.sweeping import (
 __all__ = [
     "BATCH_SIZE",
     "CLAIM_HOLD",
+    "RECORD_RETRY",
     "SWEEP_PENDING_AGE",
     "BatchResult",
     "PreparedEvents",

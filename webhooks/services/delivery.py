@@ -12,6 +12,13 @@ Guarantees, in terms of `WebhookEvent.state`:
   `sending` rows behind; the sweep turns them into `failed` ("worker lost") after
   `sending_stale_after()`. The event whose attempt was under way when an exception arrived stays
   `sending` too: the receiver may have got it.
+- A lost database connection does not turn an outcome into "worker lost": recording the outcomes and
+  putting events back are run again on a new connection for up to RECORD_RETRY seconds (they only touch
+  rows still `sending`, so running them twice is harmless), well inside `sending_stale_after()`. If the
+  database stays away longer, each event's real outcome is logged (one ERROR line per event) and its row
+  stays `sending`. A claim or target read that fails on a lost connection is retried the same way; a
+  claim whose answer was lost is undone first (its rows are found by their claim time), so a failing
+  claim leaves no event `sending` that nobody will send.
 - Directory events of a deactivated or deleted directory (or one whose webhook was removed) are
   `dropped` with the reason, not sent.
 """
@@ -23,8 +30,8 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -34,10 +41,21 @@ from directories.models import Directory
 from webhooks import transport
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.selectors import webhook_target_get
-from webhooks.services.outbox import Claimed, as_uuid, claim_batch, claim_one, delete_sending, release
+from webhooks.services.outbox import (
+    Claimed,
+    as_uuid,
+    claim_batch,
+    claim_one,
+    delete_sending,
+    release,
+    unclaim,
+)
+from webhooks.services.reconnect import RECORD_RETRY, ride_out
 from webhooks.signing import SIGNATURE_HEADER, signature_header
 
 logger = logging.getLogger("roster.webhooks")
+
+T = TypeVar("T")
 
 BATCH_SIZE = 25
 # A claimed event waits in `sending` while the events before it in its batch are sent. Once a batch has
@@ -48,9 +66,11 @@ CLAIM_HOLD = 30.0
 
 
 def sending_stale_after() -> timedelta:
-    """A `sending` event older than this cannot have a live attempt behind it (see CLAIM_HOLD, and the
-    drain task's time limit in webhooks.tasks)."""
-    return timedelta(seconds=float(settings.WEBHOOK_TIMEOUT) + 90)
+    """A `sending` event older than this cannot have a live attempt behind it. From its claim, a batch
+    starts its last attempt within CLAIM_HOLD (the target read, ridden out through a lost connection,
+    counts in it), that attempt lasts at most WEBHOOK_TIMEOUT, and recording the outcomes rides out a
+    lost connection for at most RECORD_RETRY; 30 s more cover the statements themselves and clocks."""
+    return timedelta(seconds=CLAIM_HOLD + float(settings.WEBHOOK_TIMEOUT) + RECORD_RETRY + 30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +121,15 @@ def events_batch_deliver(
     before the next attempt, the first included. The events not attempted go back to `pending`.
     """
     directory_id = as_uuid(directory_id)
-    events = claim_batch(directory_id, target, BATCH_SIZE if limit is None else limit)
+    size = BATCH_SIZE if limit is None else limit
+    events = _claim(
+        lambda at: claim_batch(directory_id, target, size, at),
+        lambda at: unclaim(at, directory_id=directory_id),
+        "claiming webhook events",
+    )
     if not events:
         return BatchResult()
-    return _deliver_claimed(events, directory_id, target, stop_at, should_stop)
+    return _deliver_claimed(events, directory_id, target, stop_at, should_stop, time.monotonic())
 
 
 def event_deliver(*, event_id: uuid.UUID | str) -> str | None:
@@ -115,14 +140,32 @@ def event_deliver(*, event_id: uuid.UUID | str) -> str | None:
         event_id = uuid.UUID(str(event_id))
     except ValueError:
         return None
-    claimed = claim_one(event_id)
+    event_uuid = event_id
+    claimed = _claim(
+        lambda at: claim_one(event_uuid, at),
+        lambda at: unclaim(at, event_id=event_uuid),
+        "claiming a webhook event",
+    )
     if claimed is None:
         return None
     event, directory_id, target = claimed
-    result = _deliver_claimed([event], directory_id, target, None, None)
+    result = _deliver_claimed([event], directory_id, target, None, None, time.monotonic())
     if result.dropped:
         return EventState.DROPPED
     return EventState.DELIVERED if result.delivered else EventState.FAILED
+
+
+def _claim(claim: Callable[[datetime], T], undo: Callable[[datetime], object], what: str) -> T:
+    """`claim(claimed_at)`, riding out a lost connection. Each try marks the rows it claims with its own
+    claim time; a try that failed may still have committed, so `undo(claimed_at)` puts its rows back
+    before the next try, and no event is left `sending` by a claim nobody received."""
+    at: list[datetime] = []
+
+    def attempt() -> T:
+        at.append(timezone.now())
+        return claim(at[-1])
+
+    return ride_out(attempt, what=what, deadline=time.monotonic() + RECORD_RETRY, undo=lambda: undo(at[-1]))
 
 
 def _resolve_target(directory_id: uuid.UUID, target: str) -> _Target | str:
@@ -149,14 +192,31 @@ def _deliver_claimed(
     target: str,
     stop_at: float | None,
     should_stop: Callable[[], bool] | None,
+    claimed: float,
 ) -> BatchResult:
-    resolved = _resolve_target(directory_id, target)
+    """Send claimed `events` (claimed at time.monotonic() `claimed`) and record their outcomes."""
+    try:
+        resolved = ride_out(
+            lambda: _resolve_target(directory_id, target),
+            what="reading a webhook target",
+            deadline=claimed + RECORD_RETRY,
+        )
+        if isinstance(resolved, str):
+            ride_out(
+                lambda: _record_drops(events, directory_id, target, resolved),
+                what="recording dropped webhook events",
+                deadline=time.monotonic() + RECORD_RETRY,
+            )
+    except BaseException:
+        # Nothing was sent: the events go back to `pending` rather than wait for the sweep as "lost".
+        _put_back(events, time.monotonic() + RECORD_RETRY)
+        raise
     if isinstance(resolved, str):
         logger.info("%d webhook event(s) of directory %s dropped: %s", len(events), directory_id, resolved)
-        _record_drops(events, directory_id, target, resolved)
         return BatchResult(claimed=len(events), dropped=len(events))
 
-    stop = time.monotonic() + CLAIM_HOLD
+    # Measured from the claim, so time spent riding out a lost connection above counts against it.
+    stop = claimed + CLAIM_HOLD
     if stop_at is not None:
         stop = min(stop, stop_at)
     timeout = float(settings.WEBHOOK_TIMEOUT)
@@ -204,12 +264,13 @@ def _deliver_claimed(
         # An exception (or a time limit) may land anywhere above. Record what was attempted; put back
         # what was not; leave the event whose attempt was under way `sending`, for the sweep to report.
         unattempted = events[len(outcomes) + (1 if in_attempt else 0) :]
+        deadline = time.monotonic() + RECORD_RETRY  # shared by both writes: see sending_stale_after()
         try:
             if outcomes:
-                _finish(outcomes, resolved, target)
+                _record_outcomes(outcomes, resolved, target, deadline)
         finally:
             if unattempted:
-                release(unattempted)
+                _put_back(unattempted, deadline)
     delivered = sum(1 for _e, result, _a in outcomes if result.delivered)
     return BatchResult(
         claimed=len(events),
@@ -218,6 +279,45 @@ def _deliver_claimed(
         released=len(unattempted),
         sending_seconds=time.monotonic() - started,
     )
+
+
+def _record_outcomes(
+    outcomes: list[tuple[Claimed, transport.AttemptResult, Any]], resolved: _Target, target: str, deadline: float
+) -> None:
+    """`_finish`, riding out a lost connection until `deadline`. When the outcomes cannot be written,
+    each event's real outcome goes to the log instead: its row stays `sending`, and the sweep will
+    report it "worker lost", which for a delivered event is not what happened."""
+    try:
+        ride_out(lambda: _finish(outcomes, resolved, target), what="recording webhook outcomes", deadline=deadline)
+    except BaseException as exc:
+        for event, result, _at in outcomes:
+            logger.error(  # noqa: TRY400 - one line per event, not one traceback per event
+                "webhook event %s (%s) %s (%s) but its outcome could not be recorded (%s): it stays sending, "
+                "and the sweep will report it as worker lost",
+                event.id,
+                event.event_type,
+                "delivered" if result.delivered else "failed",
+                result.status_code if result.status_code is not None else result.error_class,
+                type(exc).__name__,
+            )
+        raise
+
+
+def _put_back(events: list[Claimed], deadline: float) -> None:
+    """`release`, riding out a lost connection until `deadline`; when it cannot, the events are logged
+    (never attempted), as the sweep will later report them lost."""
+    try:
+        ride_out(lambda: release(events), what="putting webhook events back", deadline=deadline)
+    except BaseException as exc:
+        for event in events:
+            logger.error(  # noqa: TRY400 - one line per event
+                "webhook event %s (%s) was never sent, but could not be put back (%s): it stays sending, "
+                "and the sweep will report it as worker lost",
+                event.id,
+                event.event_type,
+                type(exc).__name__,
+            )
+        raise
 
 
 def _finish(outcomes: list[tuple[Claimed, transport.AttemptResult, Any]], resolved: _Target, target: str) -> None:

@@ -94,9 +94,10 @@ def as_uuid(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-def claim_batch(directory_id: uuid.UUID, target: str, limit: int) -> list[Claimed]:
-    """Up to `limit` pending events of one directory and target, oldest first, now `sending` and ours."""
-    claimed_at = timezone.now()
+def claim_batch(directory_id: uuid.UUID, target: str, limit: int, claimed_at: Any = None) -> list[Claimed]:
+    """Up to `limit` pending events of one directory and target, oldest first, now `sending` and ours.
+    `claimed_at` (default now) marks the claimed rows, so `unclaim` can find them."""
+    claimed_at = claimed_at or timezone.now()
     if connection.vendor not in ("postgresql", "sqlite"):
         return _claim_generic(
             WebhookEvent.objects.filter(directory_id=directory_id, target=target, state=EventState.PENDING)
@@ -114,9 +115,9 @@ def claim_batch(directory_id: uuid.UUID, target: str, limit: int) -> list[Claime
     return [Claimed(as_uuid(row[0]), row[1], row[2]) for row in rows]
 
 
-def claim_one(event_id: uuid.UUID) -> tuple[Claimed, uuid.UUID, str] | None:
+def claim_one(event_id: uuid.UUID, claimed_at: Any = None) -> tuple[Claimed, uuid.UUID, str] | None:
     """This one event, if it is still pending: (event, its directory id, its target)."""
-    claimed_at = timezone.now()
+    claimed_at = claimed_at or timezone.now()
     if connection.vendor not in ("postgresql", "sqlite"):
         if not WebhookEvent.objects.filter(pk=event_id, state=EventState.PENDING).update(
             state=EventState.SENDING, claimed_at=claimed_at
@@ -179,3 +180,14 @@ def release(events: list[Claimed]) -> None:
     WebhookEvent.objects.filter(pk__in=[e.id for e in events], state=EventState.SENDING).update(
         state=EventState.PENDING, claimed_at=None
     )
+
+
+def unclaim(claimed_at: Any, *, directory_id: uuid.UUID | None = None, event_id: uuid.UUID | None = None) -> int:
+    """Put back the rows a claim marked with `claimed_at` (of one directory's batch, or one event), when
+    that claim's connection died: PostgreSQL may have committed it although its answer never arrived,
+    and those rows, never attempted, would otherwise wait in `sending` until the sweep reports them
+    lost. A claim time is unique to its claim down to the microsecond in practice: two claims of one
+    key at the same microsecond would need two drains of it in the same instant."""
+    rows = WebhookEvent.objects.filter(state=EventState.SENDING, claimed_at=claimed_at)
+    rows = rows.filter(directory_id=directory_id) if event_id is None else rows.filter(pk=event_id)
+    return rows.update(state=EventState.PENDING, claimed_at=None)

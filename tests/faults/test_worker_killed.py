@@ -16,12 +16,6 @@ LATENCY = 0.5  # seconds the receiver takes per event
 BACKLOG = 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a drain claims its first batch (25 events) before it knows the receiver's latency, so a kill "
-    "loses the whole batch; the fix (claim one event until the latency is known, webhooks/dispatch.py "
-    "and webhooks/services/delivery.py) is made in a parallel branch",
-)
 def test_worker_killed_mid_batch(stack: Stack) -> None:
     roster, redis = stack.roster, stack.redis
     with receiver_running(slow_seconds=LATENCY) as receiver:

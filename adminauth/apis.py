@@ -23,48 +23,31 @@ from adminauth.rendering import admin_token_data, admin_user_data, admin_user_li
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
 from directories.envelope import fail, fail_json, ok
 from directories.errors import NotFound, ValidationFailed
+from directories.inputs import json_object_body, page_bounds, query_check
 from directories.models import Directory
 from directories.rendering import directory_data, group_data, user_data
 from directories.selectors import directory_get, directory_groups, directory_list_with_counts, directory_users
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list
 
-PAGE_LIMIT_DEFAULT = 100
-PAGE_LIMIT_MAX = 1000
-_PAGE_OFFSET_CEILING = 10**15
-
-
-def page_bounds(request: Request) -> tuple[int, int]:
-    """(offset, limit) from pageOffset/pageLimit; a non-numeric or negative value is a 400. Like the
-    REST API, pageLimit=0 is an empty page and a larger limit is capped at 1000."""
-    values = []
-    for name, default in (("pageOffset", 0), ("pageLimit", PAGE_LIMIT_DEFAULT)):
-        raw = request.query_params.get(name, "").strip()
-        if raw == "":
-            values.append(default)
-            continue
-        if not raw.isascii() or not raw.isdigit():
-            raise ValidationFailed(f"{name} must be a non-negative integer.", field=name)
-        # Digits beyond the ceiling would overflow PostgreSQL's bigint OFFSET (a 500) or int()'s limit.
-        values.append(int(raw) if len(raw) <= 15 else _PAGE_OFFSET_CEILING)
-    offset, limit = values
-    return min(offset, _PAGE_OFFSET_CEILING), min(limit, PAGE_LIMIT_MAX)
-
 
 def paged(request: Request, qs: QuerySet) -> list:
+    """One page of `qs` by pageOffset/pageLimit, read as on the REST API (directories.inputs)."""
     offset, limit = page_bounds(request)
-    return list(qs[offset : offset + limit])
+    return list(qs[offset : offset + limit]) if limit else []
 
 
 def _body(request: Request) -> dict[str, Any]:
-    data = request.data
-    if not isinstance(data, dict):
-        raise ValidationFailed("The body must be a JSON object.")
-    return data
+    # Read like a REST body: 413 past the size limit, NUL/surrogates/64-bit checked, any Content-Type.
+    return json_object_body(request)
 
 
 class AdminView(APIView):
     authentication_classes = [AdminAuthentication]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication first: a stranger learns nothing
+        query_check(request)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
@@ -86,6 +69,10 @@ class LoginApi(APIView):
     """POST /user/_login: root token in `Authorization: token=<root>`, the admin's email in claims."""
 
     authentication_classes: list = []
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        query_check(request)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)

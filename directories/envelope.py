@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
@@ -25,9 +26,15 @@ def fail_json(message: str, status: int) -> JsonResponse:
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """DRF's exception handler: every error of an API view leaves in the envelope."""
+    """DRF's exception handler: every error of an API view leaves in the envelope. What it does not know
+    (a bug, a lost database) goes on to directories.errorpages, the one funnel for those."""
     if isinstance(exc, RosterError):
         return fail(exc.message, exc.status)
+    if isinstance(exc, Http404):
+        # Raised by DRF itself too, e.g. for a `?format=` no renderer has.
+        return fail("Not found.", 404)
+    if isinstance(exc, PermissionDenied):
+        return fail("Forbidden.", 403)
     if isinstance(exc, exceptions.APIException):
         detail = exc.detail
         if isinstance(detail, dict | list):

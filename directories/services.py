@@ -33,12 +33,13 @@ def _string(data: dict[str, Any], field: str, *, max_length: int = 200) -> str |
         return None
     if not isinstance(value, str):
         raise ValidationFailed(f"{field} must be a string.", field=field)
+    # Measured as sent, before trimming: the OpenAPI document's maxLength is about the value sent.
+    if len(value) > max_length:
+        raise ValidationFailed(f"{field} must be at most {max_length} characters.", field=field)
     value = value.strip()
     if _CONTROL_CHARACTERS.search(value):
         # PostgreSQL text cannot hold NUL at all, and no name, tenant, URL or secret needs C0 controls.
         raise ValidationFailed(f"{field} must not contain control characters.", field=field)
-    if len(value) > max_length:
-        raise ValidationFailed(f"{field} must be at most {max_length} characters.", field=field)
     return value
 
 

@@ -21,7 +21,7 @@ from adminauth import selectors, services
 from adminauth.auth import AdminAuthentication, AdminThrottled, root_token_matches
 from adminauth.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
-from directories.envelope import fail, fail_json, ok
+from directories.envelope import EnvelopeOnly, fail, fail_json, ok
 from directories.errors import NotFound, ValidationFailed
 from directories.inputs import json_object_body, page_bounds, query_check
 from directories.models import Directory
@@ -42,7 +42,7 @@ def _body(request: Request) -> dict[str, Any]:
     return json_object_body(request)
 
 
-class AdminView(APIView):
+class AdminView(EnvelopeOnly, APIView):
     authentication_classes = [AdminAuthentication]
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -65,7 +65,7 @@ class AdminView(APIView):
         return client_ip(self.request)
 
 
-class LoginApi(APIView):
+class LoginApi(EnvelopeOnly, APIView):
     """POST /user/_login: root token in `Authorization: token=<root>`, the admin's email in claims."""
 
     authentication_classes: list = []

@@ -19,9 +19,9 @@ from rest_framework.views import APIView
 from adminauth.services import audit_record
 from directories import openapi as doc
 from directories.auth import ApiKeyAuthentication
-from directories.envelope import ok
+from directories.envelope import EnvelopeOnly, ok
 from directories.errors import NotFound
-from directories.inputs import json_body, page_bounds, query_check, query_required, query_text
+from directories.inputs import json_body, page_bounds, query_check, query_required
 from directories.models import ApiKey, Directory
 from directories.renderers import OrjsonRenderer
 from directories.rendering import directory_data, group_data, user_data
@@ -39,7 +39,7 @@ from directories.selectors import (
 from directories.services import directory_create, directory_delete, directory_update
 
 
-class ApiView(APIView):
+class ApiView(EnvelopeOnly, APIView):
     """Base of every REST view: API-key auth, orjson out, errors through directories.envelope."""
 
     authentication_classes = [ApiKeyAuthentication]
@@ -47,9 +47,6 @@ class ApiView(APIView):
     renderer_classes = [OrjsonRenderer]
     # Bodies are read by json_body(); the parser is listed so the schema says the API takes JSON.
     parser_classes = [JSONParser]
-    # DRF answers OPTIONS with a bare metadata object; every answer here is an envelope, so OPTIONS
-    # becomes an enveloped 405 (there is no browser client to pre-flight for).
-    metadata_class = None
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication first: a stranger learns nothing
@@ -62,9 +59,10 @@ def tenant_product(request: Request) -> tuple[str, str]:
 
 
 def _directory_filter(request: Request, tenant: str, product: str) -> Directory | None:
-    """The optional `directoryId`: it must be a directory of this tenant + product, else 404."""
-    directory_id = query_text(request, "directoryId")
-    if not directory_id:
+    """The optional `directoryId`: it must be a directory of this tenant + product, else 404 (an empty or
+    malformed id too: the document says it is a UUID)."""
+    directory_id = request.query_params.get("directoryId")
+    if directory_id is None:
         return None
     directory = tenant_directory_get(tenant=tenant, product=product, directory_id=directory_id)
     if directory is None:

@@ -12,6 +12,18 @@ from rest_framework.response import Response
 from directories.errors import RosterError
 
 
+class EnvelopeOnly:
+    """For API views: DRF answers OPTIONS with a bare metadata object; every answer here is an envelope,
+    so OPTIONS is an enveloped 405 (there is no browser client to pre-flight for), and the Allow header
+    of every answer says so by leaving it out."""
+
+    metadata_class = None
+
+    @property
+    def allowed_methods(self) -> list[str]:
+        return [m for m in super().allowed_methods if m != "OPTIONS"]  # type: ignore[misc]
+
+
 def ok(data: Any, status: int = 200) -> Response:
     return Response({"data": data, "error": None}, status=status)
 

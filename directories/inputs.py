@@ -10,8 +10,9 @@ The rules the OpenAPI document states (directories/openapi.py) are the ones enfo
   64-bit range every Roster surface uses for integers. Larger values are a 400, never silently capped:
   a client asking for offset 10**30 has a bug worth seeing. Within the range, `pageLimit` above 1000
   is served as 1000, and an offset beyond any real table simply gives an empty page.
-- An empty value (`?pageOffset=`) is the same as an absent one.
-- Booleans in the query are `true` or `false`, exactly.
+- Booleans in the query are `true` or `false`, exactly; a choice is one of its values, exactly.
+- A parameter that is present is read, even when empty: `?pageOffset=` is not an integer, so a 400,
+  as the document's types say (a client filling a URL template leaves empty ones out).
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def query_required(request: Request, name: str) -> str:
 
 
 def query_boolean(request: Request, name: str) -> bool | None:
-    """`true` or `false`; None when absent or empty."""
-    raw = request.query_params.get(name, "")
-    if raw == "":
+    """`true` or `false`; None when absent (an empty value is neither, so a 400)."""
+    raw = request.query_params.get(name)
+    if raw is None:
         return None
     if raw not in _BOOLEANS:
         raise ValidationFailed(f"{name} must be true or false.", field=name)
@@ -72,9 +73,9 @@ def query_boolean(request: Request, name: str) -> bool | None:
 
 
 def query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str | None:
-    """One of `choices`, exactly; None when absent or empty."""
-    raw = request.query_params.get(name, "")
-    if raw == "":
+    """One of `choices`, exactly; None when absent (an empty value is none of them, so a 400)."""
+    raw = request.query_params.get(name)
+    if raw is None:
         return None
     if raw not in choices:
         raise ValidationFailed(f"{name} must be one of: {', '.join(choices)}.", field=name)
@@ -82,8 +83,8 @@ def query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str |
 
 
 def _page_number(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name, "")
-    if raw == "":
+    raw = request.query_params.get(name)
+    if raw is None:
         return default
     # isdigit() alone also accepts other scripts' digits ("٣"); isascii() keeps it to 0-9.
     if not (raw.isascii() and raw.isdigit()):

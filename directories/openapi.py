@@ -25,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from directories.auth import ApiKeyAuthentication
+from directories.envelope import EnvelopeOnly
 from directories.errors import ValidationFailed
 from directories.inputs import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_NUMBER_MAX, query_check
 from directories.models import DirectoryType
@@ -201,17 +202,15 @@ DIRECTORY_ID = OpenApiParameter(
     "directoryId",
     OpenApiTypes.UUID,
     required=False,
-    description="Only this directory (404 if it is not one of the tenant and product). Empty: all of them.",
+    description="Only this directory (404 if it is not one of the tenant and product, or not an id).",
 )
-PAGE_OFFSET = OpenApiParameter(
-    "pageOffset", _PAGE_NUMBER, required=False, description="Rows to skip (default 0). Empty: the default."
-)
+PAGE_OFFSET = OpenApiParameter("pageOffset", _PAGE_NUMBER, required=False, description="Rows to skip (default 0).")
 PAGE_LIMIT = OpenApiParameter(
     "pageLimit",
     _PAGE_NUMBER,
     required=False,
     description=f"Rows to return (default {PAGE_LIMIT_DEFAULT}); more than {PAGE_LIMIT_MAX} is served as "
-    f"{PAGE_LIMIT_MAX}. Empty: the default.",
+    f"{PAGE_LIMIT_MAX}.",
 )
 FAILED = OpenApiParameter(
     "failed", bool, required=False, description="true: failed attempts only; false: delivered ones only."
@@ -285,7 +284,7 @@ SCHEMA_FORMATS = ("json", "yaml")
 _DOCUMENT = {"type": "object", "description": "The OpenAPI 3 document."}
 
 
-class RestSchemaView(SpectacularAPIView):
+class RestSchemaView(EnvelopeOnly, SpectacularAPIView):
     """GET /api/v1/schema: the OpenAPI document of the REST API.
 
     JSON unless asked otherwise: `?format=yaml` or `Accept: application/yaml` gives YAML. Without an
@@ -297,7 +296,6 @@ class RestSchemaView(SpectacularAPIView):
     authentication_classes = [ApiKeyAuthentication]
     permission_classes: list = []
     renderer_classes = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]
-    metadata_class = None
     custom_settings = {
         "PREPROCESSING_HOOKS": ["directories.openapi.only_rest_api"],
         "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "directories.openapi._tighten"],
@@ -313,12 +311,13 @@ class RestSchemaView(SpectacularAPIView):
     }
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        # Checked before DRF's content negotiation, which answers an unknown ?format= with a 404.
-        fmt = request.query_params.get("format", "")
-        if fmt and fmt not in SCHEMA_FORMATS:
+        # Checked before DRF's content negotiation, which answers an unknown ?format= with a 404 and, like
+        # these checks, runs before authentication.
+        query_check(request)
+        fmt = request.query_params.get("format")
+        if fmt is not None and fmt not in SCHEMA_FORMATS:
             raise ValidationFailed("format must be json or yaml.", field="format")
         super().initial(request, *args, **kwargs)
-        query_check(request)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)

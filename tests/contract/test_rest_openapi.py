@@ -1,0 +1,143 @@
+"""The REST API keeps the contract its own OpenAPI document states, checked by schemathesis.
+
+The document is loaded the way a client gets it (`GET /api/v1/schema` with the test API key) and every
+operation in it is exercised in-process through `config.wsgi.application`, the WSGI entry gunicorn
+serves, with schemathesis's examples, coverage (boundary and invalid values for each parameter and body
+field) and fuzzing phases, positive and negative data. Every response must pass these checks:
+not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+response_headers_conformance, negative_data_rejection (invalid input must be a 4xx), missing_required_header,
+unsupported_method (a method the path lacks is a 405 with Allow) and ignored_auth (no key, a 401).
+
+The database runs in transaction mode (real commits, as production runs), with directory A (tenant
+acme, product crm), a user and a group in it. Half the schema-valid cases that name a directory, a user
+or a group are pointed at those rows (and at acme/crm), so the id routes answer real 200s with full
+bodies and not only 404s.
+
+Bounded for CI: ROSTER_CONTRACT_MAX_EXAMPLES cases per operation in the fuzzing phase (default 15; the
+coverage phase adds its own fixed set). Before a release, run a longer pass, e.g.
+
+    ROSTER_CONTRACT_MAX_EXAMPLES=500 bash scripts/test.sh tests/contract -q
+
+and ROSTER_CONTRACT_SEED=<n> to replay a run (the seed is printed when a case fails).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import zlib
+from typing import Any
+
+import hypothesis
+import pytest
+import schemathesis
+from schemathesis.config import SchemathesisConfig
+
+from config.wsgi import application
+from directories.models import DirectoryGroup, DirectoryUser
+
+MAX_EXAMPLES = int(os.environ.get("ROSTER_CONTRACT_MAX_EXAMPLES", "15"))
+SEED = int(os.environ.get("ROSTER_CONTRACT_SEED", "20261123"))
+AUTHORIZATION = "Bearer test-env-api-key"  # config/settings_test.py API_KEYS
+CHECKS = [
+    "not_a_server_error",
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "response_headers_conformance",
+    "negative_data_rejection",
+    "missing_required_header",
+    "unsupported_method",
+    "ignored_auth",
+]
+
+cases_run: list[str] = []
+
+
+def _config() -> SchemathesisConfig:
+    return SchemathesisConfig.from_dict(
+        {
+            "seed": SEED,
+            "headers": {"Authorization": AUTHORIZATION},
+            "generation": {"mode": "all", "max-examples": MAX_EXAMPLES, "deterministic": True, "database": "none"},
+            "phases": {"examples": {"enabled": True}, "coverage": {"enabled": True}, "fuzzing": {"enabled": True}},
+            "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS}},
+        }
+    )
+
+
+@pytest.fixture
+def real_rows(transactional_db: None) -> dict[str, Any]:
+    from directories.services import directory_create
+
+    directory = directory_create(data={"name": "Acme Okta", "tenant": "acme", "product": "crm"})
+    user = DirectoryUser.objects.create(
+        directory=directory,
+        user_name="ann@acme.example",
+        user_name_key="ann@acme.example",
+        first_name="Ann",
+        last_name="Lee",
+        email="ann@acme.example",
+        raw={"userName": "ann@acme.example"},
+    )
+    group = DirectoryGroup.objects.create(
+        directory=directory, display_name="Eng", display_name_key="eng", raw={"displayName": "Eng"}
+    )
+    return {"directory_id": str(directory.id), "user_id": str(user.id), "group_id": str(group.id)}
+
+
+@pytest.fixture(autouse=True)
+def _no_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unresolved(host: str, port: int) -> list:
+        # Webhook URLs in generated bodies name random hosts; their save-time lookup is the one thing
+        # that would leave the machine. An unresolvable name is accepted, as in production.
+        raise socket.gaierror(socket.EAI_NONAME, "not resolved in tests")
+
+    monkeypatch.setattr("webhooks.urlcheck.resolve", unresolved)
+
+
+# Loaded when the module is collected, the way a client gets it: the document's route needs only the
+# API key (from settings, no database), so no fixture is needed for this step.
+schema = schemathesis.openapi.from_wsgi(
+    "/api/v1/schema", application, config=_config(), headers={"Authorization": AUTHORIZATION}
+)
+# schemathesis leaves out the operation its document was loaded from; that route is in the contract too.
+schema.location = None
+
+
+def _point_at_real_rows(case: Any, rows: dict[str, Any]) -> None:
+    """Half the schema-valid cases that name a directory, user or group get the fixture's rows."""
+    meta = case.meta
+    if meta is None or meta.generation.mode.is_negative or not case.path_parameters:
+        return
+    if any(info.mode.is_negative for info in meta.components.values()):
+        return
+    name = next(iter(case.path_parameters))
+    if name not in rows or zlib.crc32(str(case.path_parameters[name]).encode()) % 2:
+        return
+    case.path_parameters[name] = rows[name]
+    if isinstance(case.query, dict) and "tenant" in case.query:
+        case.query["tenant"], case.query["product"] = "acme", "crm"
+
+
+@schema.parametrize()
+# The rows are meant to outlive each generated case: every case of an operation reads the same directory.
+@hypothesis.settings(suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+def test_every_rest_operation_keeps_the_contract_of_the_document(case: Any, real_rows: dict[str, Any]) -> None:
+    _point_at_real_rows(case, real_rows)
+    cases_run.append(case.operation.label)
+    case.call_and_validate()
+
+
+def test_the_contract_run_exercised_every_operation() -> None:
+    """Counts what the run above generated (printed with -s), and fails if an operation got no case,
+    which would mean a route fell out of the document or the run."""
+    if not cases_run:
+        pytest.skip("run together with the contract test above")
+    per_operation: dict[str, int] = {}
+    for label in cases_run:
+        per_operation[label] = per_operation.get(label, 0) + 1
+    print(f"\nschemathesis: {len(cases_run)} cases over {len(per_operation)} operations")
+    for label, count in sorted(per_operation.items()):
+        print(f"  {count:5d}  {label}")
+    assert len(per_operation) == 21, sorted(per_operation)

@@ -24,6 +24,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.requestid import HEADER
 from directories.auth import ApiKeyAuthentication
 from directories.envelope import EnvelopeOnly
 from directories.errors import ValidationFailed
@@ -261,6 +262,26 @@ def only_rest_api(endpoints: list[tuple[str, str, str, Any]]) -> list[tuple[str,
     return [e for e in endpoints if e[0].startswith(REST_PREFIXES)]
 
 
+def _response_headers(status: str) -> dict[str, Any]:
+    headers: dict[str, Any] = {
+        HEADER: {
+            "required": True,
+            "schema": {"type": "string"},
+            "description": "The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, "
+            "else a new one. Quote it when reporting a 500.",
+        }
+    }
+    if status == "401":
+        headers["WWW-Authenticate"] = {"required": True, "schema": {"type": "string"}}
+    if status == "503":
+        headers["Retry-After"] = {
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+            "description": "Seconds to wait before retrying.",
+        }
+    return headers
+
+
 def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     """Postprocessing hook: what the serializers above cannot say.
 
@@ -268,11 +289,14 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
       extend_schema's operationId; the alias's get a `_dsync` suffix (drf-spectacular would otherwise
       number them with a warning).
     - A PATCH naming a field that cannot be updated is a 400: no additional properties.
+    - The headers every answer carries (X-Request-Id), and those of 401 and 503.
     """
     for path, operations in result["paths"].items():
-        if path.startswith(_ALIAS):
-            for operation in operations.values():
+        for operation in operations.values():
+            if path.startswith(_ALIAS):
                 operation["operationId"] += "_dsync"
+            for status, response in operation["responses"].items():
+                response["headers"] = _response_headers(status)
     for name, schema in result["components"]["schemas"].items():
         # drf-spectacular names the PATCH body "Patched<serializer>".
         if name.endswith("DirectoryPatchInput"):

@@ -16,7 +16,10 @@ bodies and not only 404s.
 Bounded for CI: ROSTER_CONTRACT_MAX_EXAMPLES cases per operation in the fuzzing phase (default 15; the
 coverage phase adds its own fixed set). Before a release, run a longer pass, e.g.
 
-    ROSTER_CONTRACT_MAX_EXAMPLES=500 bash scripts/test.sh tests/contract -q
+    ROSTER_CONTRACT_MAX_EXAMPLES=500 bash scripts/test.sh tests/contract -q -s --timeout=0
+
+(-s prints the number of cases per operation; --timeout=0 lifts pytest-timeout's 300 s per operation;
+add CI=true to run it on PostgreSQL, where column lengths are enforced and SQLite's are not)
 
 and ROSTER_CONTRACT_SEED=<n> to replay a run (the seed is printed when a case fails).
 """

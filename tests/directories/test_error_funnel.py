@@ -304,3 +304,11 @@ def test_delivery_log_filters_take_exactly_the_documented_values(
     api_client: Client, directory_a: Directory, query: dict[str, str], name: str
 ) -> None:
     _envelope_error(api_client.get(f"{REST}/{directory_a.id}/events", query), 400, name)
+
+
+def test_a_default_name_built_from_long_tenant_and_product_fits_its_column(api_client: Client) -> None:
+    # PostgreSQL refused the built name (a 500) before it was cut to the column's 200 characters.
+    response = api_client.post(REST, {"tenant": "t" * 200, "product": "p" * 200}, content_type="application/json")
+    assert response.status_code == 201, response.content
+    stored = Directory.objects.get(pk=response.json()["data"]["id"])
+    assert stored.name == ("t" * 200 + " " + "p" * 200)[:200]

@@ -77,6 +77,15 @@ def test_an_unexpected_exception_names_its_request_id_in_body_header_and_one_log
     assert errors[0].exc_info is not None  # the traceback is in that one line's record
 
 
+def test_a_view_exception_is_enveloped_with_debug_on_too(
+    api_client: Client, monkeypatch: pytest.MonkeyPatch, settings
+) -> None:  # noqa: ANN001
+    settings.DEBUG = True  # Django would answer its HTML technical page
+    monkeypatch.setattr("directories.apis.tenant_users_page", _explode(RuntimeError("boom")))
+    api_client.raise_request_exception = False
+    _envelope_error(api_client.get(f"{REST}/users", ACME), 500, "request id")
+
+
 @pytest.mark.parametrize("incoming", ["x" * 129, "has space", "new\nline", ""])
 def test_an_unusable_incoming_request_id_is_replaced_by_a_new_one(
     api_client: Client, monkeypatch: pytest.MonkeyPatch, incoming: str

@@ -1,4 +1,4 @@
-"""The admin API under /auditlog/admin/v1 (SPEC §6). Thin views: parse, call one service, render.
+"""The admin API under /auditlog/admin/v1. Thin views: parse, call one service, render.
 
 Every answer is the {data, error} envelope except a successful `_login`, which is the bare object
 Jackson's clients expect. Lists are paged with pageOffset/pageLimit (default 100, at most 1000).
@@ -82,7 +82,7 @@ class LoginApi(EnvelopeOnly, APIView):
 
     def post(self, request: Request) -> Response:
         if not settings.ADMIN_ROOT_TOKEN:
-            # No root token configured: the admin API's login does not exist (SPEC §2).
+            # No root token configured: the admin API's login does not exist.
             return fail("Not found.", 404)
         ip = client_ip(request)
         wait = throttle_wait_seconds(ip=ip)

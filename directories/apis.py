@@ -1,8 +1,8 @@
-"""REST API of SPEC §3 under /api/v1/directory-sync (and the /api/v1/dsync alias).
+"""The REST API under /api/v1/directory-sync (and the /api/v1/dsync alias).
 
-Views are thin: read the query or body, call one selector or service, render the SPEC shape in the
+Views are thin: read the query or body, call one selector or service, render the public shape in the
 `{data, error}` envelope. Bodies are parsed with orjson and validated by the services instead of DRF
-serializers, which would double the cost of a request (CEILING.md) and duplicate the rules.
+serializers, which would double the cost of a request and duplicate the rules.
 """
 
 from __future__ import annotations

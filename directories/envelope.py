@@ -1,4 +1,4 @@
-"""The {data, error} envelope of the REST and admin APIs (SPEC §1)."""
+"""The {data, error} envelope of the REST and admin APIs."""
 
 from __future__ import annotations
 

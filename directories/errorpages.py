@@ -65,7 +65,7 @@ def request_id(request: HttpRequest) -> str:
 
 
 def scim_error(status: int, detail: str) -> JsonResponse:
-    # RFC 7644 §3.12: status is a string; Entra wants application/scim+json even on errors (INTEROP E11).
+    # RFC 7644 §3.12: status is a string; Entra wants application/scim+json even on errors.
     return JsonResponse(
         {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail},
         status=status,

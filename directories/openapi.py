@@ -1,8 +1,10 @@
 """OpenAPI description of the REST API (served at /api/v1/schema by drf-spectacular).
 
 The serializers here only describe shapes for the schema; the views never run them, because
-hand-rolled parsing and rendering keep the hot paths fast (see CEILING.md) and the services own
-validation. Keep them in step with directories.rendering and directories.services.
+hand-rolled parsing and rendering keep the hot paths fast and the services own validation. Keep them
+in step with directories.rendering, directories.services and directories.inputs: tests/contract runs
+schemathesis against the server with this document, so a bound stated here that the server does not
+enforce (or the other way round) fails the suite.
 """
 
 from __future__ import annotations

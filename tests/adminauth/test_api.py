@@ -1,4 +1,4 @@
-"""The admin API routes of SPEC §6: enveloped, paged, audited, never leaking secrets to the trail."""
+"""The admin API routes: enveloped, paged, audited, never leaking secrets to the trail."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /auditlog/admin/v1/user/_login (SPEC §6): the bare success object and enveloped errors."""
+"""POST /auditlog/admin/v1/user/_login: the bare success object and enveloped errors."""
 
 from __future__ import annotations
 

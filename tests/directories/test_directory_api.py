@@ -1,4 +1,4 @@
-"""POST/GET/PATCH/DELETE /api/v1/directory-sync (SPEC §3), through both prefixes."""
+"""POST/GET/PATCH/DELETE /api/v1/directory-sync, through both prefixes."""
 
 from __future__ import annotations
 

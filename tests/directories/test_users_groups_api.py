@@ -1,4 +1,4 @@
-"""GET /api/v1/directory-sync/users and /groups (SPEC §3): tenant scoping, paging, group members."""
+"""GET /api/v1/directory-sync/users and /groups: tenant scoping, paging, group members."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The admin API under /auditlog/admin/v1 (SPEC §6). Thin views: parse, call one service, render.
+"""The admin API under /auditlog/admin/v1. Thin views: parse, call one service, render.
 
 Every answer is the {data, error} envelope except a successful `_login`, which is the bare object
 Jackson's clients expect. Lists are paged with pageOffset/pageLimit (default 100, at most 1000).
@@ -21,50 +21,33 @@ from adminauth import selectors, services
 from adminauth.auth import AdminAuthentication, AdminThrottled, root_token_matches
 from adminauth.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
-from directories.envelope import fail, fail_json, ok
+from directories.envelope import EnvelopeOnly, fail, fail_json, ok
 from directories.errors import NotFound, ValidationFailed
+from directories.inputs import json_object_body, page_bounds, query_check
 from directories.models import Directory
 from directories.rendering import directory_data, group_data, user_data
 from directories.selectors import directory_get, directory_groups, directory_list_with_counts, directory_users
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list
 
-PAGE_LIMIT_DEFAULT = 100
-PAGE_LIMIT_MAX = 1000
-_PAGE_OFFSET_CEILING = 10**15
-
-
-def page_bounds(request: Request) -> tuple[int, int]:
-    """(offset, limit) from pageOffset/pageLimit; a non-numeric or negative value is a 400. Like the
-    REST API, pageLimit=0 is an empty page and a larger limit is capped at 1000."""
-    values = []
-    for name, default in (("pageOffset", 0), ("pageLimit", PAGE_LIMIT_DEFAULT)):
-        raw = request.query_params.get(name, "").strip()
-        if raw == "":
-            values.append(default)
-            continue
-        if not raw.isascii() or not raw.isdigit():
-            raise ValidationFailed(f"{name} must be a non-negative integer.", field=name)
-        # Digits beyond the ceiling would overflow PostgreSQL's bigint OFFSET (a 500) or int()'s limit.
-        values.append(int(raw) if len(raw) <= 15 else _PAGE_OFFSET_CEILING)
-    offset, limit = values
-    return min(offset, _PAGE_OFFSET_CEILING), min(limit, PAGE_LIMIT_MAX)
-
 
 def paged(request: Request, qs: QuerySet) -> list:
+    """One page of `qs` by pageOffset/pageLimit, read as on the REST API (directories.inputs)."""
     offset, limit = page_bounds(request)
-    return list(qs[offset : offset + limit])
+    return list(qs[offset : offset + limit]) if limit else []
 
 
 def _body(request: Request) -> dict[str, Any]:
-    data = request.data
-    if not isinstance(data, dict):
-        raise ValidationFailed("The body must be a JSON object.")
-    return data
+    # Read like a REST body: 413 past the size limit, NUL/surrogates/64-bit checked, any Content-Type.
+    return json_object_body(request)
 
 
-class AdminView(APIView):
+class AdminView(EnvelopeOnly, APIView):
     authentication_classes = [AdminAuthentication]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication first: a stranger learns nothing
+        query_check(request)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
@@ -82,10 +65,14 @@ class AdminView(APIView):
         return client_ip(self.request)
 
 
-class LoginApi(APIView):
+class LoginApi(EnvelopeOnly, APIView):
     """POST /user/_login: root token in `Authorization: token=<root>`, the admin's email in claims."""
 
     authentication_classes: list = []
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        query_check(request)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
@@ -95,7 +82,7 @@ class LoginApi(APIView):
 
     def post(self, request: Request) -> Response:
         if not settings.ADMIN_ROOT_TOKEN:
-            # No root token configured: the admin API's login does not exist (SPEC §2).
+            # No root token configured: the admin API's login does not exist.
             return fail("Not found.", 404)
         ip = client_ip(request)
         wait = throttle_wait_seconds(ip=ip)

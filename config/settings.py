@@ -58,6 +58,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: REST and admin API answers get X-Request-Id, and no exception leaves them as HTML or a
+    # bare 500 (a lost database is a 503 with Retry-After).
+    "directories.errorpages.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

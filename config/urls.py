@@ -21,5 +21,7 @@ urlpatterns = [
 # Unknown paths under the API prefixes answer in their surface's error format, with DEBUG on too
 # (Django shows its HTML technical 404 in DEBUG instead of calling handler404). Kept last.
 urlpatterns.append(re_path(r"^(?:api/v1|api/scim|auditlog)(?:/(?P<rest>.*))?$", api_not_found))
+handler400 = "directories.errorpages.handler400"
+handler403 = "directories.errorpages.handler403"
 handler404 = "directories.errorpages.handler404"
 handler500 = "directories.errorpages.handler500"

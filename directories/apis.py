@@ -1,17 +1,14 @@
-"""REST API of SPEC §3 under /api/v1/directory-sync (and the /api/v1/dsync alias).
+"""The REST API under /api/v1/directory-sync (and the /api/v1/dsync alias).
 
-Views are thin: read the query or body, call one selector or service, render the SPEC shape in the
+Views are thin: read the query or body, call one selector or service, render the public shape in the
 `{data, error}` envelope. Bodies are parsed with orjson and validated by the services instead of DRF
-serializers, which would double the cost of a request (CEILING.md) and duplicate the rules.
+serializers, which would double the cost of a request and duplicate the rules.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-import orjson
-from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import JSONParser
@@ -22,8 +19,9 @@ from rest_framework.views import APIView
 from adminauth.services import audit_record
 from directories import openapi as doc
 from directories.auth import ApiKeyAuthentication
-from directories.envelope import ok
-from directories.errors import NotFound, RosterError, ValidationFailed
+from directories.envelope import EnvelopeOnly, ok
+from directories.errors import NotFound
+from directories.inputs import json_body, page_bounds, query_check, query_required
 from directories.models import ApiKey, Directory
 from directories.renderers import OrjsonRenderer
 from directories.rendering import directory_data, group_data, user_data
@@ -40,14 +38,8 @@ from directories.selectors import (
 )
 from directories.services import directory_create, directory_delete, directory_update
 
-PAGE_LIMIT_DEFAULT = 100
-PAGE_LIMIT_MAX = 1000
-# Beyond any real table, and far below the 64-bit limit where SQLite and PostgreSQL reject OFFSET.
-_PAGE_OFFSET_CEILING = 10**15
-_DIGITS = re.compile(r"[0-9]{1,30}")
 
-
-class ApiView(APIView):
+class ApiView(EnvelopeOnly, APIView):
     """Base of every REST view: API-key auth, orjson out, errors through directories.envelope."""
 
     authentication_classes = [ApiKeyAuthentication]
@@ -55,60 +47,22 @@ class ApiView(APIView):
     renderer_classes = [OrjsonRenderer]
     # Bodies are read by json_body(); the parser is listed so the schema says the API takes JSON.
     parser_classes = [JSONParser]
-    # DRF answers OPTIONS with a bare metadata object; every answer here is an envelope, so OPTIONS
-    # becomes an enveloped 405 (there is no browser client to pre-flight for).
-    metadata_class = None
 
-
-def json_body(request: Request) -> Any:
-    """The request body as JSON. An empty body is `{}`; the Content-Type is not required to say JSON,
-    so `curl -d '{...}'` (which sends form encoding) works as people expect."""
-    try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise RosterError("The request body is too large.", status=413) from None
-    if not raw.strip():
-        return {}
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise ValidationFailed("The request body is not valid JSON.") from None
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication first: a stranger learns nothing
+        query_check(request)
 
 
 def tenant_product(request: Request) -> tuple[str, str]:
     """The required `tenant` and `product` query parameters."""
-    values = []
-    for name in ("tenant", "product"):
-        value = request.query_params.get(name, "").strip()
-        if not value:
-            raise ValidationFailed(f"The query parameter {name} is required.", field=name)
-        if "\x00" in value:
-            # PostgreSQL refuses NUL in a text parameter; no tenant or product can contain one.
-            raise ValidationFailed(f"The query parameter {name} must not contain NUL characters.", field=name)
-        values.append(value)
-    return values[0], values[1]
-
-
-def _page_number(request: Request, name: str, default: int) -> int:
-    value = request.query_params.get(name, "").strip()
-    if not value:
-        return default
-    if not _DIGITS.fullmatch(value):
-        raise ValidationFailed(f"{name} must be a non-negative integer.", field=name)
-    return int(value)
-
-
-def paging(request: Request) -> tuple[int, int]:
-    """`pageOffset` (default 0) and `pageLimit` (default 100, capped at 1000) as (offset, limit)."""
-    offset = min(_page_number(request, "pageOffset", 0), _PAGE_OFFSET_CEILING)
-    limit = min(_page_number(request, "pageLimit", PAGE_LIMIT_DEFAULT), PAGE_LIMIT_MAX)
-    return offset, limit
+    return query_required(request, "tenant"), query_required(request, "product")
 
 
 def _directory_filter(request: Request, tenant: str, product: str) -> Directory | None:
-    """The optional `directoryId`: it must be a directory of this tenant + product, else 404."""
-    directory_id = request.query_params.get("directoryId", "").strip()
-    if not directory_id:
+    """The optional `directoryId`: it must be a directory of this tenant + product, else 404 (an empty or
+    malformed id too: the document says it is a UUID)."""
+    directory_id = request.query_params.get("directoryId")
+    if directory_id is None:
         return None
     directory = tenant_directory_get(tenant=tenant, product=product, directory_id=directory_id)
     if directory is None:
@@ -151,19 +105,21 @@ class DirectoryListCreateApi(ApiView):
         operation_id="directories_list",
         summary="List the directories of a tenant and product",
         description="Oldest first. Both query parameters are required.",
-        parameters=[doc.TENANT, doc.PRODUCT],
-        responses={200: doc.DirectoryListEnvelope, 400: doc.ERRORS[400], 401: doc.ERRORS[401]},
+        parameters=[doc.TENANT, doc.PRODUCT, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
+        responses={200: doc.DirectoryListEnvelope, **doc.errors()},
     )
     def get(self, request: Request) -> Response:
         tenant, product = tenant_product(request)
-        return ok([directory_data(d) for d in directory_list(tenant=tenant, product=product)])
+        offset, limit = page_bounds(request)
+        directories = directory_list(tenant=tenant, product=product)[offset : offset + limit] if limit else []
+        return ok([directory_data(d) for d in directories])
 
     @extend_schema(
         operation_id="directories_create",
         summary="Create a directory",
         description="Answers the directory with its SCIM endpoint and secret, to paste into the identity provider.",
         request=doc.DirectoryCreateInput,
-        responses={201: doc.DirectoryEnvelope, 400: doc.ERRORS[400], 401: doc.ERRORS[401]},
+        responses={201: doc.DirectoryEnvelope, **doc.errors(413)},
     )
     def post(self, request: Request) -> Response:
         data = json_body(request)
@@ -178,7 +134,7 @@ class DirectoryDetailApi(ApiView):
         operation_id="directories_get",
         summary="Get a directory",
         parameters=[doc.path_uuid("directory_id")],
-        responses={200: doc.DirectoryEnvelope, 401: doc.ERRORS[401], 404: doc.ERRORS[404]},
+        responses={200: doc.DirectoryEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, directory_id: str) -> Response:
         return ok(directory_data(_directory_or_404(directory_id)))
@@ -189,7 +145,7 @@ class DirectoryDetailApi(ApiView):
         description="Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook.",
         parameters=[doc.path_uuid("directory_id")],
         request=doc.DirectoryPatchInput,
-        responses={200: doc.DirectoryEnvelope, **doc.ERRORS},
+        responses={200: doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def patch(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)
@@ -204,7 +160,7 @@ class DirectoryDetailApi(ApiView):
         operation_id="directories_delete",
         summary="Delete a directory with its users, groups and logs",
         parameters=[doc.path_uuid("directory_id")],
-        responses={200: doc.EmptyEnvelope, 401: doc.ERRORS[401], 404: doc.ERRORS[404]},
+        responses={200: doc.EmptyEnvelope, **doc.errors(404)},
     )
     def delete(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)
@@ -220,11 +176,11 @@ class UserListApi(ApiView):
         summary="List the users of a tenant and product",
         description="Users of every directory of the tenant and product (or of directoryId), oldest first.",
         parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
-        responses={200: doc.UserListEnvelope, **doc.ERRORS},
+        responses={200: doc.UserListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
         tenant, product = tenant_product(request)
-        offset, limit = paging(request)
+        offset, limit = page_bounds(request)
         directory = _directory_filter(request, tenant, product)
         if limit == 0:
             return ok([])
@@ -240,7 +196,7 @@ class UserDetailApi(ApiView):
         summary="Get a user of a tenant and product",
         description="A user of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: doc.UserEnvelope, **doc.ERRORS},
+        responses={200: doc.UserEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, user_id: str) -> Response:
         tenant, product = tenant_product(request)
@@ -256,11 +212,11 @@ class GroupListApi(ApiView):
         summary="List the groups of a tenant and product (without members)",
         description="Groups of every directory of the tenant and product (or of directoryId), oldest first.",
         parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
-        responses={200: doc.GroupListEnvelope, **doc.ERRORS},
+        responses={200: doc.GroupListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
         tenant, product = tenant_product(request)
-        offset, limit = paging(request)
+        offset, limit = page_bounds(request)
         directory = _directory_filter(request, tenant, product)
         if limit == 0:
             return ok([])
@@ -275,7 +231,7 @@ class GroupDetailApi(ApiView):
         summary="Get a group of a tenant and product, with its members",
         description="A group of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("group_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: doc.GroupEnvelope, **doc.ERRORS},
+        responses={200: doc.GroupEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, group_id: str) -> Response:
         tenant, product = tenant_product(request)

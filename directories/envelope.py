@@ -1,14 +1,27 @@
-"""The {data, error} envelope of the REST and admin APIs (SPEC §1)."""
+"""The {data, error} envelope of the REST and admin APIs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
 from directories.errors import RosterError
+
+
+class EnvelopeOnly:
+    """For API views: DRF answers OPTIONS with a bare metadata object; every answer here is an envelope,
+    so OPTIONS is an enveloped 405 (there is no browser client to pre-flight for), and the Allow header
+    of every answer says so by leaving it out."""
+
+    metadata_class = None
+
+    @property
+    def allowed_methods(self) -> list[str]:
+        return [m for m in super().allowed_methods if m != "OPTIONS"]  # type: ignore[misc]
 
 
 def ok(data: Any, status: int = 200) -> Response:
@@ -25,9 +38,15 @@ def fail_json(message: str, status: int) -> JsonResponse:
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """DRF's exception handler: every error of an API view leaves in the envelope."""
+    """DRF's exception handler: every error of an API view leaves in the envelope. What it does not know
+    (a bug, a lost database) goes on to directories.errorpages, the one funnel for those."""
     if isinstance(exc, RosterError):
         return fail(exc.message, exc.status)
+    if isinstance(exc, Http404):
+        # Raised by DRF itself too, e.g. for a `?format=` no renderer has.
+        return fail("Not found.", 404)
+    if isinstance(exc, PermissionDenied):
+        return fail("Forbidden.", 403)
     if isinstance(exc, exceptions.APIException):
         detail = exc.detail
         if isinstance(detail, dict | list):

@@ -1,19 +1,50 @@
-"""404/500 answers in the format of the surface a path belongs to (config/urls.py handler404/500).
+"""Error answers in the format of the surface a path belongs to, and the one funnel for the unexpected.
 
 A client of the REST or admin API parses `{data, error}`, an identity provider parses an RFC 7644
 §3.12 error; neither can do anything with Django's HTML page. Browser paths keep Django's pages.
+
+Two ways an exception reaches us, one answer for both:
+- raised by a view (DRF re-raises what it does not know): `ApiErrorMiddleware.process_exception`;
+- raised anywhere else in the request (a middleware): Django calls `handler500` from inside its
+  `except` block, so `sys.exc_info()` still holds it.
+A lost database (`OperationalError`/`InterfaceError`: psycopg's connection errors arrive as these, and
+so do SQLite's "database is locked" and PostgreSQL's lock and statement timeouts) is an operational
+condition, not a bug: 503 with `Retry-After`, one log line naming the exception class, no traceback.
+Django closes a connection that failed when its request ends (`close_if_unusable_or_obsolete`, with
+CONN_HEALTH_CHECKS off too), so the next request connects afresh. Anything else is a 500 that names a
+request id, logged once with that id and the traceback so an operator can find it from the client's
+report. Each response is marked as logged, so Django's `django.request` logger does not add a second
+line for it.
 """
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+import logging
+import sys
+from collections.abc import Callable
+from types import TracebackType
+
+from django.core.exceptions import BadRequest, PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from core.requestid import ENVIRON_KEY, HEADER, request_id_from
 from directories.envelope import fail_json
+
+logger = logging.getLogger(__name__)
 
 _ENVELOPE_PREFIXES = ("/api/v1/", "/auditlog/")
 _SCIM_PREFIX = "/api/scim/"
 SCIM_ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
+# Long enough for a database failover or a restart to finish, short enough that a client retrying on
+# the header does not wait noticeably longer than the outage.
+RETRY_AFTER_SECONDS = 5
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+
+_DJANGO_ANSWERS = (Http404, PermissionDenied, SuspiciousOperation, BadRequest)
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
 
 def _surface(path: str) -> str:
@@ -24,13 +55,111 @@ def _surface(path: str) -> str:
     return "html"
 
 
+def request_id(request: HttpRequest) -> str:
+    """The request's id: kept on the request once chosen, so every line and header agree."""
+    rid = getattr(request, "request_id", None)
+    if rid is None:
+        rid = request_id_from(request.META.get(ENVIRON_KEY))
+        request.request_id = rid  # type: ignore[attr-defined]
+    return rid
+
+
 def scim_error(status: int, detail: str) -> JsonResponse:
-    # RFC 7644 §3.12: status is a string; Entra wants application/scim+json even on errors (INTEROP E11).
+    # RFC 7644 §3.12: status is a string; Entra wants application/scim+json even on errors.
     return JsonResponse(
         {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail},
         status=status,
         content_type="application/scim+json",
     )
+
+
+def _logged(response: HttpResponse) -> HttpResponse:
+    # django.utils.log.log_response skips a response carrying this mark: our own line is the one line.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
+
+
+def database_unavailable(surface: str) -> HttpResponse:
+    message = "The database is unavailable; retry shortly."
+    if surface == "scim":
+        response: HttpResponse = scim_error(503, message)
+    elif surface == "envelope":
+        response = fail_json(message, 503)
+    else:
+        response = HttpResponse(
+            f"<!doctype html><title>Service unavailable</title><h1>Service unavailable</h1><p>{message}</p>",
+            status=503,
+            content_type="text/html; charset=utf-8",
+        )
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+def exception_response(request: HttpRequest, exc_info: ExcInfo) -> HttpResponse | None:
+    """The answer to an unexpected exception, logged once; None for a bug on a browser or SCIM path
+    (handler500's page then, logged by Django as usual)."""
+    surface = _surface(request.path)
+    exc = exc_info[1]
+    rid = request_id(request)
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        # A known operational condition: the class says enough, a traceback per request would drown
+        # the log during an outage. The message can carry the host and user name, so it stays out.
+        logger.error(
+            "database unavailable: %s on %s %s (request id %s)",
+            type(exc).__name__,
+            request.method,
+            request.path,
+            rid,
+        )
+        response = database_unavailable(surface)
+    elif surface == "envelope":
+        logger.error(
+            "unhandled %s on %s %s (request id %s)",
+            type(exc).__name__,
+            request.method,
+            request.path,
+            rid,
+            exc_info=exc_info,
+        )
+        response = fail_json(f"Internal server error (request id {rid}).", 500)
+    else:
+        return None
+    response[HEADER] = rid
+    return _logged(response)
+
+
+class ApiErrorMiddleware:
+    """Outermost middleware: API answers carry `X-Request-Id` (the client's own when it is sane, else a new
+    one), and an exception a view raises leaves through exception_response, on any DEBUG setting."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if _surface(request.path) == "envelope" and not response.has_header(HEADER):
+            response[HEADER] = request_id(request)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, _DJANGO_ANSWERS):
+            return None  # Django turns these into 400/403/404 through the handlers below
+        return exception_response(request, (type(exception), exception, exception.__traceback__))
+
+
+def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    # Django's SuspiciousOperation family (a bad Host header, too many fields) ends here.
+    if _surface(request.path) == "envelope":
+        if isinstance(exception, RequestDataTooBig):
+            return fail_json("The request body is too large.", 413)
+        return fail_json("Bad request.", 400)
+    return defaults.bad_request(request, exception)
+
+
+def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _surface(request.path) == "envelope":
+        return fail_json("Forbidden.", 403)
+    return defaults.permission_denied(request, exception)
 
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -43,11 +172,16 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
+    exc_type, exc, tb = sys.exc_info()
+    if exc_type is not None and exc is not None:
+        response = exception_response(request, (exc_type, exc, tb))
+        if response is not None:
+            return response
     surface = _surface(request.path)
     if surface == "scim":
         return scim_error(500, "Internal server error.")
     if surface == "envelope":
-        return fail_json("Internal server error.", 500)
+        return fail_json(f"Internal server error (request id {request_id(request)}).", 500)
     return defaults.server_error(request)
 
 

@@ -8,6 +8,8 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_safe
 
+from directories.errorpages import RETRY_AFTER_SECONDS
+
 logger = logging.getLogger(__name__)
 
 
@@ -20,5 +22,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     except DatabaseError as exc:
         # The reason goes to the log only: a public probe should not learn database details.
         logger.error("healthz: database check failed: %s", type(exc).__name__)
-        return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
+        response = JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        # This line is the one line: Django's request logger would add "Service Unavailable: /healthz".
+        response._has_been_logged = True  # type: ignore[attr-defined]
+        return response
     return JsonResponse({"status": "ok"})

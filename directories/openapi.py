@@ -1,8 +1,10 @@
 """OpenAPI description of the REST API (served at /api/v1/schema by drf-spectacular).
 
 The serializers here only describe shapes for the schema; the views never run them, because
-hand-rolled parsing and rendering keep the hot paths fast (see CEILING.md) and the services own
-validation. Keep them in step with directories.rendering and directories.services.
+hand-rolled parsing and rendering keep the hot paths fast and the services own validation. Keep them
+in step with directories.rendering, directories.services and directories.inputs: tests/contract runs
+schemathesis against the server with this document, so a bound stated here that the server does not
+enforce (or the other way round) fails the suite.
 """
 
 from __future__ import annotations
@@ -11,14 +13,26 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
 
+from core.requestid import HEADER
 from directories.auth import ApiKeyAuthentication
+from directories.envelope import EnvelopeOnly
+from directories.errors import ValidationFailed
+from directories.inputs import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_NUMBER_MAX, query_check
 from directories.models import DirectoryType
+from directories.renderers import OrjsonRenderer
 
 TYPES = [choice.value for choice in DirectoryType]
 
@@ -69,22 +83,42 @@ class DirectorySerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
+    # Optional fields take null and "" as "not given" (the services read them alike), so the document
+    # says nullable; lengths are counted before surrounding spaces are trimmed.
+    return serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=max_length, help_text=help_text
+    )
+
+
+def _tenant_field() -> serializers.CharField:
+    return serializers.CharField(min_length=1, max_length=200, help_text="Required; no ':' or control characters.")
+
+
 class DirectoryCreateInput(serializers.Serializer):
-    tenant = serializers.CharField(help_text="Required; no ':'.")
-    product = serializers.CharField(help_text="Required; no ':'.")
-    name = serializers.CharField(required=False, help_text="Defaults to one built from tenant and product.")
-    type = serializers.ChoiceField(choices=TYPES, required=False, default="generic-scim-v2")
-    webhook_url = serializers.URLField(required=False, help_text="http or https.")
-    webhook_secret = serializers.CharField(required=False, help_text="Needs webhook_url; generated if omitted.")
-    log_webhook_events = serializers.BooleanField(required=False, default=False)
+    tenant = _tenant_field()
+    product = _tenant_field()
+    name = _optional_text(200, "Defaults (when absent, null or empty) to one built from tenant and product.")
+    type = serializers.ChoiceField(
+        choices=TYPES,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="generic-scim-v2 when absent, null or empty.",
+    )
+    webhook_url = _optional_text(2048, "An http or https URL on a public address; absent, null or empty: no webhook.")
+    webhook_secret = _optional_text(512, "Needs webhook_url; generated if omitted.")
+    log_webhook_events = serializers.BooleanField(required=False, allow_null=True, default=False)
 
 
 class DirectoryPatchInput(serializers.Serializer):
-    name = serializers.CharField(required=False)
-    webhook_url = serializers.CharField(required=False, allow_blank=True, help_text="Empty removes the webhook.")
-    webhook_secret = serializers.CharField(required=False)
-    log_webhook_events = serializers.BooleanField(required=False)
-    deactivated = serializers.BooleanField(required=False)
+    """Any of these fields; any other field is a 400 (additionalProperties is false, see _tighten)."""
+
+    name = serializers.CharField(required=False, min_length=1, max_length=200)
+    webhook_url = _optional_text(2048, "Empty or null removes the webhook.")
+    webhook_secret = _optional_text(512, "Needs a webhook_url.")
+    log_webhook_events = serializers.BooleanField(required=False, allow_null=True)
+    deactivated = serializers.BooleanField(required=False, allow_null=True)
 
 
 class UserSerializer(serializers.Serializer):
@@ -111,6 +145,35 @@ class GroupDetailSerializer(GroupSerializer):
     members = MemberSerializer(many=True)
 
 
+# "class" is a Python keyword, so this shape is built rather than declared.
+DeliveryErrorSerializer = type(
+    "DeliveryErrorSerializer",
+    (serializers.Serializer,),
+    {
+        "class": serializers.CharField(help_text="What went wrong, e.g. HTTPStatus, Timeout."),
+        "message": serializers.CharField(),
+    },
+)
+
+
+class DeliverySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    event_id = serializers.UUIDField()
+    event = serializers.CharField(help_text="The event type, e.g. user.created.")
+    directory_id = serializers.UUIDField()
+    endpoint = serializers.CharField()
+    delivered = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["delivered", "failed"])
+    status_code = serializers.IntegerField(allow_null=True, help_text="The receiver's HTTP status, if it answered.")
+    latency_ms = serializers.IntegerField(allow_null=True)
+    error = DeliveryErrorSerializer(allow_null=True)
+    response_excerpt = serializers.CharField()
+    payload = serializers.JSONField(help_text="The body that was sent (JSON; a string if it was not JSON).")
+    created_at = serializers.DateTimeField()
+    attempted_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
 def envelope(name: str, data: serializers.Field) -> type[serializers.Serializer]:
     """A `{data, error: null}` success envelope around `data`, named for the schema."""
     return type(
@@ -128,11 +191,39 @@ UserListEnvelope = envelope("UserListEnvelope", UserSerializer(many=True))
 GroupEnvelope = envelope("GroupEnvelope", GroupDetailSerializer())
 GroupListEnvelope = envelope("GroupListEnvelope", GroupSerializer(many=True))
 
-TENANT = OpenApiParameter("tenant", str, required=True, description="Tenant of the directories.")
-PRODUCT = OpenApiParameter("product", str, required=True, description="Product of the directories.")
-DIRECTORY_ID = OpenApiParameter("directoryId", str, required=False, description="Only this directory.")
-PAGE_OFFSET = OpenApiParameter("pageOffset", int, required=False, description="Rows to skip (default 0).")
-PAGE_LIMIT = OpenApiParameter("pageLimit", int, required=False, description="Rows to return (default 100, max 1000).")
+DeliveryListEnvelope = envelope("DeliveryListEnvelope", DeliverySerializer(many=True))
+
+# Query parameters, with the bounds directories.inputs enforces.
+_PAGE_NUMBER = {"type": "integer", "minimum": 0, "maximum": PAGE_NUMBER_MAX}
+TENANT = OpenApiParameter(
+    "tenant", {"type": "string", "minLength": 1}, required=True, description="Tenant of the directories."
+)
+PRODUCT = OpenApiParameter(
+    "product", {"type": "string", "minLength": 1}, required=True, description="Product of the directories."
+)
+DIRECTORY_ID = OpenApiParameter(
+    "directoryId",
+    OpenApiTypes.UUID,
+    required=False,
+    description="Only this directory (404 if it is not one of the tenant and product, or not an id).",
+)
+PAGE_OFFSET = OpenApiParameter("pageOffset", _PAGE_NUMBER, required=False, description="Rows to skip (default 0).")
+PAGE_LIMIT = OpenApiParameter(
+    "pageLimit",
+    _PAGE_NUMBER,
+    required=False,
+    description=f"Rows to return (default {PAGE_LIMIT_DEFAULT}); more than {PAGE_LIMIT_MAX} is served as "
+    f"{PAGE_LIMIT_MAX}.",
+)
+FAILED = OpenApiParameter(
+    "failed", bool, required=False, description="true: failed attempts only; false: delivered ones only."
+)
+STATUS = OpenApiParameter(
+    "status",
+    {"type": "string", "enum": ["delivered", "failed"]},
+    required=False,
+    description="Same filter as failed, by name; both given must agree.",
+)
 
 
 def path_uuid(name: str) -> OpenApiParameter:
@@ -140,30 +231,146 @@ def path_uuid(name: str) -> OpenApiParameter:
     return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH)
 
 
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorEnvelope, description=description)
+
+
+# Every error a REST operation can answer, each in the envelope. 400 covers the query checks every
+# operation makes (a NUL or an unpaired surrogate in any query value); 406 an Accept header that rules
+# out application/json; 500 and 503 are documented because they are real answers (a bug, with a request
+# id to quote; the database unreachable, with Retry-After), not because a client should see them.
 ERRORS = {
-    400: OpenApiResponse(ErrorEnvelope, description="Invalid input"),
-    401: OpenApiResponse(ErrorEnvelope, description="Missing or invalid API key"),
-    404: OpenApiResponse(ErrorEnvelope, description="Not found (also another tenant's resource)"),
+    400: _error("Invalid input; the message names the parameter or field"),
+    401: _error("Missing or invalid API key"),
+    404: _error("Not found (also another tenant's resource, and a malformed id)"),
+    406: _error("The Accept header rules out application/json"),
+    413: _error("The request body is larger than 1 MiB"),
+    500: _error("Unexpected error; the message carries the request id, also sent as X-Request-Id"),
+    503: _error("The database is unavailable; retry after Retry-After seconds"),
 }
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """The error responses of an operation: 400, 401, 406, 500 and 503 always, plus `statuses`."""
+    return {status: ERRORS[status] for status in sorted({400, 401, 406, 500, 503, *statuses})}
+
+
+REST_PREFIXES = ("/api/v1/directory-sync", "/api/v1/dsync", "/api/v1/schema")
+_ALIAS = "/api/v1/dsync"
 
 
 def only_rest_api(endpoints: list[tuple[str, str, str, Any]]) -> list[tuple[str, str, str, Any]]:
     """Preprocessing hook: the document covers the REST API; SCIM and the admin API have their own rules."""
-    # /api/v1/dsync/… is an alias (see the description); listing it twice would only add noise.
-    return [e for e in endpoints if e[0].startswith("/api/v1/directory-sync")]
+    return [e for e in endpoints if e[0].startswith(REST_PREFIXES)]
 
 
-class RestSchemaView(SpectacularAPIView):
-    """GET /api/v1/schema: JSON by default (the API speaks JSON), YAML with ?format=yaml."""
+def _response_headers(status: str) -> dict[str, Any]:
+    headers: dict[str, Any] = {
+        HEADER: {
+            "required": True,
+            "schema": {"type": "string"},
+            "description": "The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, "
+            "else a new one. Quote it when reporting a 500.",
+        }
+    }
+    if status == "401":
+        headers["WWW-Authenticate"] = {"required": True, "schema": {"type": "string"}}
+    if status == "503":
+        headers["Retry-After"] = {
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+            "description": "Seconds to wait before retrying.",
+        }
+    return headers
+
+
+def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """Postprocessing hook: what the serializers above cannot say.
+
+    - /api/v1/dsync/... serves the same views as /api/v1/directory-sync/..., so their operations share
+      extend_schema's operationId; the alias's get a `_dsync` suffix (drf-spectacular would otherwise
+      number them with a warning).
+    - A PATCH naming a field that cannot be updated is a 400: no additional properties.
+    - The headers every answer carries (X-Request-Id), and those of 401 and 503.
+    """
+    for path, operations in result["paths"].items():
+        for operation in operations.values():
+            if path.startswith(_ALIAS):
+                operation["operationId"] += "_dsync"
+            for status, response in operation["responses"].items():
+                response["headers"] = _response_headers(status)
+    for name, schema in result["components"]["schemas"].items():
+        # drf-spectacular names the PATCH body "Patched<serializer>".
+        if name.endswith("DirectoryPatchInput"):
+            schema["additionalProperties"] = False
+    return result
+
+
+SCHEMA_FORMATS = ("json", "yaml")
+_DOCUMENT = {"type": "object", "description": "The OpenAPI 3 document."}
+
+
+class RestSchemaView(EnvelopeOnly, SpectacularAPIView):
+    """GET /api/v1/schema: the OpenAPI document of the REST API.
+
+    JSON unless asked otherwise: `?format=yaml` or `Accept: application/yaml` gives YAML. Without an
+    Accept header (or with `*/*`) the JSON comes as application/vnd.oai.openapi+json, the type
+    registered for OpenAPI documents; `Accept: application/json` gets the same bytes as
+    application/json. Errors are the JSON envelope as on every REST route, whatever was asked for.
+    """
 
     authentication_classes = [ApiKeyAuthentication]
     permission_classes: list = []
-    renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+    renderer_classes = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]
     custom_settings = {
         "PREPROCESSING_HOOKS": ["directories.openapi.only_rest_api"],
+        "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "directories.openapi._tighten"],
         "DESCRIPTION": (
             "Directory sync: directories, users and groups pushed by identity providers over SCIM. "
-            "Every path under /api/v1/directory-sync is also served under /api/v1/dsync. Every response "
-            'is {"data": ..., "error": null} or {"data": null, "error": {"message": ..., "code": <status>}}.'
+            "Every path under /api/v1/directory-sync is also served under /api/v1/dsync (operationIds "
+            "with a _dsync suffix). Every response is "
+            '{"data": ..., "error": null} or {"data": null, "error": {"message": ..., "code": <status>}}, '
+            "with an X-Request-Id header (the client's own when it sends a sane one). A method a path does "
+            "not list answers 405 with an Allow header; an unknown path 404; both enveloped. Integers in "
+            f"the query are 0 to {PAGE_NUMBER_MAX}, digits only; a query value with a NUL character is a 400."
         ),
     }
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Checked before DRF's content negotiation, which answers an unknown ?format= with a 404 and, like
+        # these checks, runs before authentication.
+        query_check(request)
+        fmt = request.query_params.get("format")
+        if fmt is not None and fmt not in SCHEMA_FORMATS:
+            raise ValidationFailed("format must be json or yaml.", field="format")
+        super().initial(request, *args, **kwargs)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        # The document's renderers would label the error envelope as an OpenAPI document (or fail to
+        # render it as YAML); errors leave as plain JSON like every REST error.
+        self.request.accepted_renderer = OrjsonRenderer()
+        self.request.accepted_media_type = OrjsonRenderer.media_type
+        return response
+
+    @extend_schema(
+        operation_id="schema_get",
+        summary="This OpenAPI document",
+        parameters=[
+            OpenApiParameter(
+                "format",
+                {"type": "string", "enum": list(SCHEMA_FORMATS)},
+                required=False,
+                description="yaml for YAML; json (the default) for JSON. Overrides the Accept header.",
+            )
+        ],
+        responses={
+            (200, OpenApiJsonRenderer.media_type): _DOCUMENT,
+            (200, OpenApiJsonRenderer2.media_type): _DOCUMENT,
+            (200, OpenApiYamlRenderer.media_type): _DOCUMENT,
+            (200, OpenApiYamlRenderer2.media_type): _DOCUMENT,
+            **{(status, OrjsonRenderer.media_type): response for status, response in errors().items()},
+        },
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)

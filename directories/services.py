@@ -19,6 +19,7 @@ from webhooks.urlcheck import validate_webhook_url
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+NAME_MAX_LENGTH = Directory._meta.get_field("name").max_length or 200
 UPDATABLE_FIELDS = ("name", "webhook_url", "webhook_secret", "log_webhook_events", "deactivated")
 
 
@@ -33,12 +34,13 @@ def _string(data: dict[str, Any], field: str, *, max_length: int = 200) -> str |
         return None
     if not isinstance(value, str):
         raise ValidationFailed(f"{field} must be a string.", field=field)
+    # Measured as sent, before trimming: the OpenAPI document's maxLength is about the value sent.
+    if len(value) > max_length:
+        raise ValidationFailed(f"{field} must be at most {max_length} characters.", field=field)
     value = value.strip()
     if _CONTROL_CHARACTERS.search(value):
         # PostgreSQL text cannot hold NUL at all, and no name, tenant, URL or secret needs C0 controls.
         raise ValidationFailed(f"{field} must not contain control characters.", field=field)
-    if len(value) > max_length:
-        raise ValidationFailed(f"{field} must be at most {max_length} characters.", field=field)
     return value
 
 
@@ -81,7 +83,8 @@ def directory_create(*, data: dict[str, Any]) -> Directory:
     dir_type = _string(data, "type", max_length=64) or DirectoryType.GENERIC.value
     if dir_type not in ALLOWED_TYPES:
         raise ValidationFailed(f"type must be one of: {', '.join(ALLOWED_TYPES)}.", field="type")
-    name = _string(data, "name") or f"{tenant} {product} ({DirectoryType(dir_type).label})"
+    # The built name must fit the column as a given one does: tenant and product may be 200 characters each.
+    name = _string(data, "name") or f"{tenant} {product} ({DirectoryType(dir_type).label})"[:NAME_MAX_LENGTH]
     webhook_url, webhook_secret = _webhook_fields(data, current_url="")
     log_events = _boolean(data, "log_webhook_events") or False
     with transaction.atomic():

@@ -1,4 +1,4 @@
-"""POST /auditlog/admin/v1/user/_login (SPEC §6): the bare success object and enveloped errors."""
+"""POST /auditlog/admin/v1/user/_login: the bare success object and enveloped errors."""
 
 from __future__ import annotations
 
@@ -138,6 +138,30 @@ def test_login_with_malformed_json_is_400(root) -> None:  # noqa: ANN001
     response = Client().post(LOGIN, "{nope", content_type="application/json", HTTP_AUTHORIZATION=f"token={ROOT}")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == 400
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "fragment"),
+    [
+        (b'{"claims": {"email": "ops\\u0000@example.com"}}', 400, "NUL"),
+        (b'{"claims": {"email": "ops@example.com", "upstreamToken": "\\udc00"}}', 400, "JSON"),
+        (b'{"claims": {"email": "ops@example.com", "n": 9223372036854775808}}', 400, "64-bit"),
+        (b'{"claims": {"email": "ops@example.com", "upstreamToken": "' + b"x" * 2_000_000 + b'"}}', 413, "too large"),
+    ],
+)
+def test_login_bodies_that_cannot_be_stored_are_refused_and_create_no_admin(root, raw, status, fragment) -> None:  # noqa: ANN001
+    response = Client().post(LOGIN, raw, content_type="application/json", HTTP_AUTHORIZATION=f"token={ROOT}")
+    assert response.status_code == status, response.content
+    assert response.json()["data"] is None and response.json()["error"]["code"] == status
+    assert fragment in response.json()["error"]["message"]
+    assert AdminUser.objects.count() == 0 and AdminToken.objects.count() == 0
+
+
+def test_options_on_login_is_405_in_the_envelope_without_options_in_allow(root) -> None:  # noqa: ANN001
+    response = Client().options(LOGIN)
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == 405
+    assert "OPTIONS" not in response["Allow"] and "POST" in response["Allow"]
 
 
 def test_get_on_login_is_405_in_the_envelope(root) -> None:  # noqa: ANN001

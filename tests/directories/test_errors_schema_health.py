@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import OperationalError
 from django.test import Client, RequestFactory
@@ -66,19 +68,16 @@ def test_other_unknown_paths_keep_djangos_page(client: Client) -> None:
     ],
 )
 def test_server_errors_answer_in_the_format_of_their_surface(path: str, content_type: str) -> None:
-    response = errorpages.handler500(RequestFactory().get(path))
+    request = RequestFactory().get(path, HTTP_X_REQUEST_ID="req-42")
+    response = errorpages.handler500(request)
     assert response.status_code == 500
     assert response["Content-Type"].startswith(content_type)
     if content_type == "application/json":
-        import json
-
         assert json.loads(response.content) == {
             "data": None,
-            "error": {"message": "Internal server error.", "code": 500},
+            "error": {"message": "Internal server error (request id req-42).", "code": 500},
         }
     elif content_type == "application/scim+json":
-        import json
-
         assert json.loads(response.content)["status"] == "500"
 
 
@@ -90,7 +89,11 @@ def test_an_exception_in_an_api_view_becomes_an_enveloped_500(api_client: Client
     api_client.raise_request_exception = False
     response = api_client.get("/api/v1/directory-sync", {"tenant": "acme", "product": "crm"})
     assert response.status_code == 500
-    assert response.json() == {"data": None, "error": {"message": "Internal server error.", "code": 500}}
+    request_id = response["X-Request-Id"]
+    assert response.json() == {
+        "data": None,
+        "error": {"message": f"Internal server error (request id {request_id}).", "code": 500},
+    }
     assert b"internal detail" not in response.content
 
 
@@ -121,7 +124,7 @@ def test_schema_describes_the_rest_api(api_client: Client) -> None:
     users = {p["name"] for p in paths["/api/v1/directory-sync/users"]["get"]["parameters"]}
     assert users == {"tenant", "product", "directoryId", "pageOffset", "pageLimit"}
     assert doc["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
-    assert not any(p.startswith(("/api/scim", "/auditlog", "/api/v1/dsync")) for p in paths)
+    assert not any(p.startswith(("/api/scim", "/auditlog")) for p in paths)
 
 
 def test_schema_in_yaml_on_request(api_client: Client) -> None:
@@ -159,3 +162,99 @@ def test_healthz_answers_503_when_the_database_does_not(client: Client, monkeypa
 
 def test_healthz_refuses_writes(client: Client) -> None:
     assert client.post("/healthz").status_code == 405
+
+
+# --- OpenAPI: media types, errors, and what the document states ----------------------------------------
+
+
+def test_schema_answers_plain_json_when_the_client_accepts_only_json(api_client: Client) -> None:
+    response = api_client.get("/api/v1/schema", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["openapi"].startswith("3.")
+
+
+def test_schema_answers_yaml_for_an_accept_header_asking_for_it(api_client: Client) -> None:
+    response = api_client.get("/api/v1/schema", HTTP_ACCEPT="application/yaml")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/yaml")
+    assert response.content.startswith(b"openapi: 3.")
+
+
+@pytest.mark.parametrize(
+    ("query", "accept"),
+    [({}, "application/vnd.oai.openapi+json"), ({"format": "yaml"}, "*/*"), ({}, "application/yaml")],
+)
+def test_schema_401_is_the_json_envelope_whatever_was_asked_for(client: Client, query: dict, accept: str) -> None:
+    response = client.get("/api/v1/schema", query, HTTP_ACCEPT=accept)
+    assert response.status_code == 401
+    assert response["Content-Type"] == "application/json"
+    assert response["WWW-Authenticate"] == 'Bearer realm="roster"'
+    assert response.json()["data"] is None and response.json()["error"]["code"] == 401
+
+
+@pytest.mark.parametrize("value", ["xml", "", "JSON"])
+def test_schema_refuses_a_format_it_does_not_have_with_a_400(api_client: Client, value: str) -> None:
+    response = api_client.get("/api/v1/schema", {"format": value})
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"] == {"message": "format must be json or yaml.", "code": 400}
+
+
+def test_schema_406_for_an_accept_header_it_cannot_serve_is_the_json_envelope(api_client: Client) -> None:
+    response = api_client.get("/api/v1/schema", HTTP_ACCEPT="text/html")
+    assert response.status_code == 406
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == 406
+
+
+def _document(api_client: Client) -> dict:
+    return api_client.get("/api/v1/schema").json()
+
+
+def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_client: Client) -> None:
+    doc = _document(api_client)
+    suffixes = ["", "/{directory_id}", "/{directory_id}/events", "/users", "/users/{user_id}", "/groups"]
+    suffixes.append("/groups/{group_id}")
+    for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
+        for suffix in suffixes:
+            assert prefix + suffix in doc["paths"], prefix + suffix
+    assert "get" in doc["paths"]["/api/v1/schema"]
+    ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
+    assert len(ids) == len(set(ids)) == 21
+    assert doc["paths"]["/api/v1/dsync/users"]["get"]["operationId"] == "users_list_dsync"
+
+
+def test_schema_states_the_bounds_of_every_query_parameter(api_client: Client) -> None:
+    doc = _document(api_client)
+    users = {p["name"]: p for p in doc["paths"]["/api/v1/directory-sync/users"]["get"]["parameters"]}
+    assert users["tenant"]["schema"] == {"type": "string", "minLength": 1} and users["tenant"]["required"]
+    assert users["product"]["schema"] == {"type": "string", "minLength": 1}
+    for name in ("pageOffset", "pageLimit"):
+        assert users[name]["schema"] == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+    events = {p["name"]: p for p in doc["paths"]["/api/v1/directory-sync/{directory_id}/events"]["get"]["parameters"]}
+    assert set(events) == {"directory_id", "pageOffset", "pageLimit", "failed", "status"}
+    assert events["failed"]["schema"] == {"type": "boolean"}
+    assert events["status"]["schema"]["enum"] == ["delivered", "failed"]
+    directories = {p["name"] for p in doc["paths"]["/api/v1/directory-sync"]["get"]["parameters"]}
+    assert directories == {"tenant", "product", "pageOffset", "pageLimit"}
+
+
+def test_schema_documents_every_error_in_the_envelope_with_its_headers(api_client: Client) -> None:
+    doc = _document(api_client)
+    events = doc["paths"]["/api/v1/directory-sync/{directory_id}/events"]["get"]
+    assert set(events["responses"]) == {"200", "400", "401", "404", "406", "500", "503"}
+    create = doc["paths"]["/api/v1/directory-sync"]["post"]
+    assert set(create["responses"]) == {"201", "400", "401", "406", "413", "500", "503"}
+    for operation in (events, create):
+        for status, response in operation["responses"].items():
+            assert response["headers"]["X-Request-Id"]["required"] is True
+            if status.startswith(("4", "5")):
+                ref = response["content"]["application/json"]["schema"]["$ref"]
+                assert ref.endswith("/ErrorEnvelope")
+        assert "Retry-After" in operation["responses"]["503"]["headers"]
+    envelope = doc["components"]["schemas"]["ErrorEnvelope"]
+    assert set(envelope["required"]) == {"data", "error"}
+    patch = doc["paths"]["/api/v1/directory-sync/{directory_id}"]["patch"]
+    body_ref = patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert doc["components"]["schemas"][body_ref]["additionalProperties"] is False

@@ -1,4 +1,4 @@
-"""GET /api/v1/directory-sync/users and /groups (SPEC §3): tenant scoping, paging, group members."""
+"""GET /api/v1/directory-sync/users and /groups: tenant scoping, paging, group members."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_users_list_covers_every_directory_of_tenant_and_product_unless_one_is_n
     assert [u["id"] for u in body["data"]] == [str(bea.id)]
 
 
-@pytest.mark.parametrize("directory_id", ["other-tenant", str(uuid.uuid4()), "not-a-uuid"])
+@pytest.mark.parametrize("directory_id", ["other-tenant", str(uuid.uuid4()), "not-a-uuid", ""])
 def test_users_list_with_a_directory_outside_tenant_and_product_is_404(
     api_client: Client, directory_a: Directory, directory_b: Directory, directory_id: str
 ) -> None:
@@ -203,11 +203,10 @@ def five_groups(directory_a: Directory) -> list[str]:
         ({"pageOffset": "4", "pageLimit": "2"}, slice(4, 5)),
         ({"pageOffset": "5"}, slice(5, 5)),
         ({"pageOffset": "500", "pageLimit": "10"}, slice(0, 0)),
-        ({"pageOffset": "99999999999999999999999"}, slice(0, 0)),
+        ({"pageOffset": "9223372036854775807"}, slice(0, 0)),
         ({"pageLimit": "0"}, slice(0, 0)),
         ({"pageOffset": "1", "pageLimit": "0"}, slice(0, 0)),
         ({"pageLimit": "1000000"}, slice(0, 5)),
-        ({"pageOffset": "", "pageLimit": ""}, slice(0, 5)),
     ],
 )
 @pytest.mark.parametrize("kind", ["users", "groups"])
@@ -273,6 +272,9 @@ def test_pages_do_not_overlap_or_skip_rows_created_in_the_same_instant(
         ("pageLimit", "-5"),
         ("pageLimit", "+5"),
         ("pageLimit", "0x10"),
+        ("pageOffset", ""),
+        ("pageLimit", ""),
+        ("pageOffset", " 1"),
     ],
 )
 def test_paging_rejects_values_that_are_not_non_negative_integers(

@@ -1,0 +1,129 @@
+"""Reading what a client sends to the REST and admin APIs: query values, paging and JSON bodies.
+
+Both surfaces answer bad input with a 400 in the `{data, error}` envelope that names the parameter or
+field, before anything reaches the database: a NUL or an unpaired surrogate in a query value or a
+body string, or an integer outside 64 bits, would otherwise surface as a database or encoder error
+(a 500). Everything here is plain parsing, no DRF serializer: it runs on every request.
+
+The rules the OpenAPI document states (directories/openapi.py) are the ones enforced here:
+- `pageOffset` and `pageLimit` are decimal digits only (no sign, no spaces), at most 2**63 - 1, the
+  64-bit range every Roster surface uses for integers. Larger values are a 400, never silently capped:
+  a client asking for offset 10**30 has a bug worth seeing. Within the range, `pageLimit` above 1000
+  is served as 1000, and an offset beyond any real table simply gives an empty page.
+- Booleans in the query are `true` or `false`, exactly; a choice is one of its values, exactly.
+- A parameter that is present is read, even when empty: `?pageOffset=` is not an integer, so a 400,
+  as the document's types say (a client filling a URL template leaves empty ones out).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.core.exceptions import RequestDataTooBig
+from rest_framework.request import Request
+
+from core.text import INT_MAX, json_problem, text_problem
+from directories.errors import RosterError, ValidationFailed
+
+PAGE_LIMIT_DEFAULT = 100
+PAGE_LIMIT_MAX = 1000
+PAGE_NUMBER_MAX = INT_MAX
+# Beyond any real table, and far below the 64-bit limit where SQLite and PostgreSQL reject OFFSET.
+PAGE_OFFSET_CEILING = 10**15
+# Request bodies of both APIs are flat objects; a deeper document is not one a client meant to send.
+BODY_MAX_DEPTH = 16
+
+_BOOLEANS = {"true": True, "false": False}
+
+
+def query_check(request: Request) -> None:
+    """Refuse any query parameter, name or value, that cannot be stored or compared as text. Views call
+    this once (ApiView/AdminView.initial), so each parameter reader below can trust its input."""
+    for name, values in request.query_params.lists():
+        problem = text_problem(name)
+        if problem:
+            raise ValidationFailed(f"A query parameter name {problem}.")
+        for value in values:
+            problem = text_problem(value)
+            if problem:
+                raise ValidationFailed(f"The query parameter {name} {problem}.", field=name)
+
+
+def query_text(request: Request, name: str) -> str:
+    """The parameter's value without surrounding spaces; "" when absent."""
+    return request.query_params.get(name, "").strip()
+
+
+def query_required(request: Request, name: str) -> str:
+    value = query_text(request, name)
+    if not value:
+        raise ValidationFailed(f"The query parameter {name} is required.", field=name)
+    return value
+
+
+def query_boolean(request: Request, name: str) -> bool | None:
+    """`true` or `false`; None when absent (an empty value is neither, so a 400)."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if raw not in _BOOLEANS:
+        raise ValidationFailed(f"{name} must be true or false.", field=name)
+    return _BOOLEANS[raw]
+
+
+def query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str | None:
+    """One of `choices`, exactly; None when absent (an empty value is none of them, so a 400)."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if raw not in choices:
+        raise ValidationFailed(f"{name} must be one of: {', '.join(choices)}.", field=name)
+    return raw
+
+
+def _page_number(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    # isdigit() alone also accepts other scripts' digits ("٣"); isascii() keeps it to 0-9.
+    if not (raw.isascii() and raw.isdigit()):
+        raise ValidationFailed(f"{name} must be a non-negative integer.", field=name)
+    # The length test first: int() of a few thousand digits is slow, and past 4300 a ValueError.
+    if len(raw.lstrip("0")) > 19 or int(raw) > PAGE_NUMBER_MAX:
+        raise ValidationFailed(f"{name} must be at most {PAGE_NUMBER_MAX}.", field=name)
+    return int(raw)
+
+
+def page_bounds(request: Request) -> tuple[int, int]:
+    """(offset, limit) from `pageOffset` (default 0) and `pageLimit` (default 100, served as at most 1000)."""
+    offset = min(_page_number(request, "pageOffset", 0), PAGE_OFFSET_CEILING)
+    limit = min(_page_number(request, "pageLimit", PAGE_LIMIT_DEFAULT), PAGE_LIMIT_MAX)
+    return offset, limit
+
+
+def json_body(request: Request) -> Any:
+    """The request body as JSON. An empty body is `{}`; the Content-Type is not required to say JSON,
+    so `curl -d '{...}'` (which sends form encoding) works as people expect."""
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise RosterError("The request body is too large.", status=413) from None
+    if not raw.strip():
+        return {}
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # Also what orjson says about a lone surrogate escape ("\ud800") or a number beyond a double.
+        raise ValidationFailed("The request body is not valid JSON.") from None
+    problem = json_problem(data, max_depth=BODY_MAX_DEPTH)
+    if problem:
+        raise ValidationFailed(problem)
+    return data
+
+
+def json_object_body(request: Request) -> dict[str, Any]:
+    data = json_body(request)
+    if not isinstance(data, dict):
+        raise ValidationFailed("The body must be a JSON object.")
+    return data

@@ -1,0 +1,177 @@
+"""The REST API keeps the contract its own OpenAPI document states, checked by schemathesis.
+
+The document is loaded the way a client gets it (`GET /api/v1/schema` with the test API key) and every
+operation in it is exercised in-process through `config.wsgi.application`, the WSGI entry gunicorn
+serves, with schemathesis's examples, coverage (boundary and invalid values for each parameter and body
+field) and fuzzing phases, positive and negative data. Every response must pass these checks:
+not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+response_headers_conformance, negative_data_rejection (invalid input must be a 4xx), missing_required_header,
+unsupported_method (a method the path lacks is a 405), allow_header_conformance (its Allow header lists
+the documented methods) and ignored_auth (no key, a 401).
+
+Left out: positive_data_acceptance, which expects every schema-valid request to succeed. Some rules
+cannot be stated in OpenAPI 3.0 (webhook_secret needs a webhook_url; `failed` and `status` must agree;
+no NUL in any string), so a schema-valid request can still be a documented 400.
+
+The database runs in transaction mode (real commits, as production runs), with directory A (tenant
+acme, product crm), a user in a group and two delivery-log entries in it. Half the schema-valid cases
+that name a directory, a user or a group are pointed at those rows (and at acme/crm), so the id routes
+answer real 200s with full bodies and not only 404s.
+
+Bounded for CI: ROSTER_CONTRACT_MAX_EXAMPLES cases per operation in the fuzzing phase (default 15; the
+coverage phase adds its own fixed set). Before a release, run a longer pass, e.g.
+
+    ROSTER_CONTRACT_MAX_EXAMPLES=500 bash scripts/test.sh tests/contract -q -s --timeout=0
+
+(-s prints the number of cases per operation; --timeout=0 lifts pytest-timeout's 300 s per operation;
+add CI=true to run it on PostgreSQL, where column lengths are enforced and SQLite's are not)
+
+The run is reproducible: the same seed generates the same cases. ROSTER_CONTRACT_SEED=<n> (default
+20261123) generates another set, which is worth doing in a longer pass too.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+import zlib
+from typing import Any
+
+import hypothesis
+import pytest
+import schemathesis
+from django.utils import timezone
+from schemathesis.config import SchemathesisConfig
+
+from config.wsgi import application
+from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
+from webhooks.models import WebhookDelivery
+
+MAX_EXAMPLES = int(os.environ.get("ROSTER_CONTRACT_MAX_EXAMPLES", "15"))
+SEED = int(os.environ.get("ROSTER_CONTRACT_SEED", "20261123"))
+AUTHORIZATION = "Bearer test-env-api-key"  # config/settings_test.py API_KEYS
+CHECKS = [
+    "not_a_server_error",
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "response_headers_conformance",
+    "negative_data_rejection",
+    "missing_required_header",
+    "unsupported_method",
+    "allow_header_conformance",
+    "ignored_auth",
+]
+
+# (operation, status) of every case run, for the summary test at the end of the module.
+cases_run: list[tuple[str, int]] = []
+
+
+def _config() -> SchemathesisConfig:
+    return SchemathesisConfig.from_dict(
+        {
+            "seed": SEED,
+            "headers": {"Authorization": AUTHORIZATION},
+            "generation": {"mode": "all", "max-examples": MAX_EXAMPLES, "database": "none"},
+            "phases": {"examples": {"enabled": True}, "coverage": {"enabled": True}, "fuzzing": {"enabled": True}},
+            "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS}},
+        }
+    )
+
+
+@pytest.fixture
+def real_rows(transactional_db: None) -> dict[str, Any]:
+    from directories.services import directory_create
+
+    directory = directory_create(data={"name": "Acme Okta", "tenant": "acme", "product": "crm"})
+    user = DirectoryUser.objects.create(
+        directory=directory,
+        user_name="ann@acme.example",
+        user_name_key="ann@acme.example",
+        first_name="Ann",
+        last_name="Lee",
+        email="ann@acme.example",
+        raw={"userName": "ann@acme.example"},
+    )
+    group = DirectoryGroup.objects.create(
+        directory=directory, display_name="Eng", display_name_key="eng", raw={"displayName": "Eng"}
+    )
+    GroupMembership.objects.create(group=group, user=user)
+    # One delivered and one failed attempt, so the delivery log's 200s carry entries of both shapes.
+    for delivered in (True, False):
+        WebhookDelivery.objects.create(
+            directory=directory,
+            event_id=uuid.uuid4(),
+            event_type="user.created",
+            endpoint="https://app.example.com/hooks",
+            status_code=200 if delivered else None,
+            latency_ms=12 if delivered else None,
+            error_class="" if delivered else "Timeout",
+            error_message="" if delivered else "no answer within 3 s",
+            payload='{"event": "user.created"}',
+            delivered=delivered,
+            attempted_at=timezone.now(),
+            finished_at=timezone.now() if delivered else None,
+        )
+    return {"directory_id": str(directory.id), "user_id": str(user.id), "group_id": str(group.id)}
+
+
+@pytest.fixture(autouse=True)
+def _no_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unresolved(host: str, port: int) -> list:
+        # Webhook URLs in generated bodies name random hosts; their save-time lookup is the one thing
+        # that would leave the machine. An unresolvable name is accepted, as in production.
+        raise socket.gaierror(socket.EAI_NONAME, "not resolved in tests")
+
+    monkeypatch.setattr("webhooks.urlcheck.resolve", unresolved)
+
+
+# Loaded when the module is collected, the way a client gets it: the document's route needs only the
+# API key (from settings, no database), so no fixture is needed for this step.
+schema = schemathesis.openapi.from_wsgi(
+    "/api/v1/schema", application, config=_config(), headers={"Authorization": AUTHORIZATION}
+)
+# schemathesis leaves out the operation its document was loaded from; that route is in the contract too.
+schema.location = None
+
+
+def _point_at_real_rows(case: Any, rows: dict[str, Any]) -> None:
+    """Half the schema-valid cases that name a directory, user or group get the fixture's rows."""
+    meta = case.meta
+    if meta is None or meta.generation.mode.is_negative or not case.path_parameters:
+        return
+    if any(info.mode.is_negative for info in meta.components.values()):
+        return
+    name = next(iter(case.path_parameters))
+    if name not in rows or zlib.crc32(str(case.path_parameters[name]).encode()) % 2:
+        return
+    case.path_parameters[name] = rows[name]
+    if isinstance(case.query, dict) and "tenant" in case.query:
+        case.query["tenant"], case.query["product"] = "acme", "crm"
+
+
+@schema.parametrize()
+# The rows are meant to outlive each generated case: every case of an operation reads the same directory.
+@hypothesis.settings(suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+def test_every_rest_operation_keeps_the_contract_of_the_document(case: Any, real_rows: dict[str, Any]) -> None:
+    _point_at_real_rows(case, real_rows)
+    response = case.call_and_validate()
+    cases_run.append((case.operation.label, response.status_code))
+
+
+def test_the_contract_run_exercised_every_operation_and_reached_real_rows() -> None:
+    """Counts what the run above generated (printed with -s), and fails if an operation got no case
+    (a route fell out of the document or the run) or never answered a 2xx (the cases never reached a
+    real row, so the response bodies of success were not checked)."""
+    if not cases_run:
+        pytest.skip("run together with the contract test above")
+    statuses: dict[str, dict[int, int]] = {}
+    for label, status in cases_run:
+        statuses.setdefault(label, {}).setdefault(status, 0)
+        statuses[label][status] += 1
+    print(f"\nschemathesis: {len(cases_run)} cases over {len(statuses)} operations")
+    for label, counts in sorted(statuses.items()):
+        print(f"  {sum(counts.values()):5d}  {label}  {dict(sorted(counts.items()))}")
+    assert len(statuses) == 21, sorted(statuses)
+    assert [label for label, counts in statuses.items() if not any(200 <= s < 300 for s in counts)] == []

@@ -189,6 +189,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"already_logged": {"()": "core.logfilters.SkipAlreadyLogged"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
@@ -196,7 +197,7 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
         # 4xx answers (every SCIM 404 for a deleted user, Okta's probes) would log a WARNING with the
         # full path, which carries user ids; 5xx are still logged as ERROR.
-        "django.request": {"level": "ERROR"},
+        "django.request": {"level": "ERROR", "filters": ["already_logged"]},
     },
 }
 

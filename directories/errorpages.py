@@ -13,7 +13,7 @@ condition, not a bug: 503 with `Retry-After`, one log line naming the exception 
 Django closes a connection that failed when its request ends (`close_if_unusable_or_obsolete`, with
 CONN_HEALTH_CHECKS off too), so the next request connects afresh. Anything else is a 500 that names a
 request id, logged once with that id and the traceback so an operator can find it from the client's
-report. Each response is marked as logged, so Django's `django.request` logger does not add a second
+report. Each such request is marked as logged, so Django's `django.request` logger does not add a second
 line for it.
 """
 
@@ -29,6 +29,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from core.logfilters import mark_logged
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
 from directories.envelope import fail_json
 
@@ -73,9 +74,9 @@ def scim_error(status: int, detail: str) -> JsonResponse:
     )
 
 
-def _logged(response: HttpResponse) -> HttpResponse:
-    # django.utils.log.log_response skips a response carrying this mark: our own line is the one line.
-    response._has_been_logged = True  # type: ignore[attr-defined]
+def _logged(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    # Our own line is the one line: core.logfilters drops Django's second one for this request.
+    mark_logged(request)
     return response
 
 
@@ -125,7 +126,7 @@ def exception_response(request: HttpRequest, exc_info: ExcInfo) -> HttpResponse 
     else:
         return None
     response[HEADER] = rid
-    return _logged(response)
+    return _logged(request, response)
 
 
 class ApiErrorMiddleware:

@@ -8,6 +8,7 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_safe
 
+from core.logfilters import mark_logged
 from directories.errorpages import RETRY_AFTER_SECONDS
 
 logger = logging.getLogger(__name__)
@@ -25,6 +26,6 @@ def healthz(request: HttpRequest) -> JsonResponse:
         response = JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         # This line is the one line: Django's request logger would add "Service Unavailable: /healthz".
-        response._has_been_logged = True  # type: ignore[attr-defined]
+        mark_logged(request)
         return response
     return JsonResponse({"status": "ok"})

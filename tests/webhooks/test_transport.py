@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -79,15 +80,25 @@ def test_response_read_is_capped(receiver: Receiver, private_ok) -> None:  # noq
     assert len(result.response_excerpt) == EXCERPT_CAP
 
 
-def test_read_cap_stops_reading_at_64_kib(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
-    conn = transport.GuardedHTTPConnection(receiver.host, receiver.port, 3)
-    try:
-        conn.request("POST", "/big", body=b"{}")
-        response = conn.getresponse()
-        assert len(transport._read_capped(response, transport.RESPONSE_READ_CAP)) == 64 * 1024
-        assert not response.isclosed()  # 200 KiB were sent: the rest is never read
-    finally:
-        conn.close()
+def test_read_cap_stops_reading_at_64_kib(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    attempts: list[transport._Attempt] = []
+    real_write = transport._Attempt.write
+
+    def recording_write(self: transport._Attempt, chunk: bytes) -> int | None:
+        if self not in attempts:
+            attempts.append(self)
+        return real_write(self, chunk)
+
+    monkeypatch.setattr(transport._Attempt, "write", recording_write)
+    result = post(receiver.url("/big"), b"{}", HEADERS, 3)
+    assert result.delivered is True  # the status arrived before the cap cut the body
+    (attempt,) = attempts
+    assert sum(len(chunk) for chunk in attempt.body) == 64 * 1024
+    assert attempt.capped is True  # 200 KiB were sent: the transfer stopped, the rest is never read
 
 
 def test_a_connection_left_mid_answer_at_the_cap_is_not_reused(
@@ -236,7 +247,6 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
     # A CA bundle named by the environment is not trusted (INTEROP S4): the context has its own.
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "cert.pem"))
-    monkeypatch.setattr(transport, "_tls", None)
     result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
     thread.join(3)
     listener.close()
@@ -251,13 +261,13 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
 def connects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every new connection the guard opens, by address; reused connections do not appear."""
     opened: list[str] = []
-    real = transport._GuardedConnectionMixin._connect_to
+    real = transport._socket_for
 
-    def counting(self, ip):  # noqa: ANN001, ANN202
+    def counting(ip, *args):  # noqa: ANN001, ANN002, ANN202
         opened.append(str(ip))
-        return real(self, ip)
+        return real(ip, *args)
 
-    monkeypatch.setattr(transport._GuardedConnectionMixin, "_connect_to", counting)
+    monkeypatch.setattr(transport, "_socket_for", counting)
     return opened
 
 
@@ -306,7 +316,7 @@ def test_the_deadline_also_covers_a_reused_connection(receiver: Receiver, privat
     assert (result.delivered, result.error_class) == (False, "Timeout")
     assert time.monotonic() - started < 2.5
     assert connects == ["127.0.0.1"]  # the slow attempt ran on the kept connection
-    # The connection the watchdog cut is not reused: the next event opens a new, checked one.
+    # The connection the deadline cut is not reused: the next event opens a new, checked one.
     receiver.slow_seconds = 0
     assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
     assert connects == ["127.0.0.1", "127.0.0.1"]
@@ -430,3 +440,66 @@ def test_a_garbled_status_line_is_a_failed_connection() -> None:
         mp.setattr(transport, "private_networks_allowed", lambda: True)
         result = post(server.url(), b"{}", HEADERS, 3)
     assert (result.delivered, result.status_code, result.error_class) == (False, None, "ConnectionError")
+
+
+# --- interruption and the connect-time guard --------------------------------------------------------
+
+
+def test_a_soft_time_limit_signal_interrupts_an_attempt_that_is_waiting(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    """Celery's soft time limit is a signal whose handler raises SoftTimeLimitExceeded in the task's
+    thread: it must end an attempt stuck waiting for an answer at once, not at the attempt's deadline,
+    and leave `post` as that exception (the attempt's outcome is unknown, never a recorded failure)."""
+    import signal
+
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    def soft_limit(signum, frame):  # noqa: ANN001, ANN202
+        raise SoftTimeLimitExceeded()
+
+    receiver.slow_seconds = 10
+    previous = signal.signal(signal.SIGUSR1, soft_limit)
+    timer = threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGUSR1))
+    try:
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(SoftTimeLimitExceeded):
+            post(receiver.url("/slow"), b"{}", HEADERS, 8)
+        assert time.monotonic() - started < 5  # well before the attempt's own deadline
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, previous)
+    assert len(receiver.requests) == 1
+
+
+def test_a_soft_time_limit_raised_inside_a_callback_leaves_post(receiver: Receiver, private_ok, monkeypatch) -> None:  # noqa: ANN001
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    real_write = transport._Attempt.write
+
+    def write_then_interrupted(self: transport._Attempt, chunk: bytes) -> int | None:
+        real_write(self, chunk)
+        self.error = SoftTimeLimitExceeded()  # what the callback's own handler stores when it catches it
+        return 0
+
+    monkeypatch.setattr(transport._Attempt, "write", write_then_interrupted)
+    with pytest.raises(SoftTimeLimitExceeded):
+        post(receiver.url("/ok"), b"{}", HEADERS, 3)
+
+
+def test_the_socket_guard_refuses_an_address_that_was_not_checked(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """libcurl connects only where the guard's own resolution pointed it; should it ever open a socket
+    to another address, the socket is refused and nothing is sent."""
+    import ipaddress
+
+    monkeypatch.setattr(transport, "resolve", lambda host, port: [ipaddress.ip_address("127.0.0.2")])
+    result = post(receiver.url("/ok"), b"{}", HEADERS, 2)  # libcurl connects to the literal 127.0.0.1
+    assert (result.delivered, result.error_class, result.error_message) == (
+        False,
+        "BlockedAddress",
+        "blocked: non-public address",
+    )
+    assert receiver.wait_for(1, timeout=0.3) == []

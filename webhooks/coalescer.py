@@ -17,9 +17,10 @@ hold the request); the caller treats any error as "the broker is down" and cools
 
 from __future__ import annotations
 
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import redis
 
 KEY_PREFIX = "roster:webhooks"
 CONNECT_TIMEOUT = 1.0  # seconds; the kick runs inside the SCIM request
@@ -39,10 +40,16 @@ return 0
 
 class Coalescer:
     def __init__(self, url: str) -> None:
+        # Imported here: a process without a Redis broker never constructs one, and does not load
+        # redis-py (several MB per process, see config/gunicorn.conf.py).
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
         # Said explicitly rather than left to redis-py's defaults: a rediss:// broker's certificate is
         # verified, host name included.
         tls = {"ssl_cert_reqs": "required", "ssl_check_hostname": True} if url.startswith("rediss://") else {}
-        self.client = redis.Redis.from_url(
+        self.client: redis.Redis = redis.Redis.from_url(
             url,
             **tls,
             socket_connect_timeout=CONNECT_TIMEOUT,

@@ -1,5 +1,5 @@
-"""One outbound webhook POST, safe against SSRF and bounded in time and size (product contract §5, the
-receivers' expectations S3-S5).
+"""One outbound webhook POST, safe against SSRF and bounded in time and size (docs/contract.md §5,
+docs/interop.md S3-S5).
 
 Built on libcurl (pycurl), a maintained client that does natively the two things a webhook sender needs
 and that the standard library does not: one total deadline per attempt (`TIMEOUT_MS` bounds connect,
@@ -42,6 +42,7 @@ while our request is on its way) nor one the receiver has closed (it checks befo
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import socket
@@ -294,7 +295,7 @@ def _classify_curl(code: int, os_errno: int, timeout: float) -> tuple[str, str]:
         return "Timeout", f"no complete answer within {timeout:g} s"
     if code == pycurl.E_COULDNT_RESOLVE_HOST:
         return "DNSError", "the endpoint's host name does not resolve"
-    if code == pycurl.E_COULDNT_CONNECT and os_errno == 111:  # ECONNREFUSED
+    if code == pycurl.E_COULDNT_CONNECT and os_errno == errno.ECONNREFUSED:
         return "ConnectionRefused", "connection refused"
     if code in _TLS_ERRORS:
         return "TLSError", "TLS handshake or certificate verification failed"
@@ -370,6 +371,9 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
     started = time.monotonic()
     try:
         scheme, host, port, target = _split(url)
+        send_headers = {"Accept-Encoding": "identity", **headers}
+        if any("\r" in f"{name}{value}" or "\n" in f"{name}{value}" for name, value in send_headers.items()):
+            raise ValueError("a header contains a line break")  # libcurl would send it as it is
         curl, kept = _thread_state()
         key = (scheme, host, port)
         addresses, fresh = _addresses(kept, key, started)
@@ -381,7 +385,6 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
 
     attempt = _Attempt(addresses)
     url_host = f"[{host}]" if ":" in host else host
-    send_headers = {"Accept-Encoding": "identity", **headers}
     curl.setopt(pycurl.URL, f"{scheme}://{url_host}:{port}{target}")
     curl.setopt(
         pycurl.HTTPHEADER,
@@ -415,6 +418,10 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
             failure = _classify_curl(code, curl.getinfo(pycurl.OS_ERRNO), timeout)
         # Otherwise the final answer's headers arrived before the cap, the deadline or a reset cut the
         # body short: the receiver's verdict is known, the excerpt is what arrived.
+    except SoftTimeLimitExceeded:
+        raise  # run by pycurl as perform returned: the task must stop, this is no outcome
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded outcome, never an exception
+        failure = _classify(exc, timeout)
     finally:
         curl.setopt(pycurl.POSTFIELDS, b"")  # the handle outlives the attempt: hold no event body
     if failure is not None:

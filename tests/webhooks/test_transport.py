@@ -244,7 +244,7 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))]
 
     monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
-    # A CA bundle named by the environment is not trusted (INTEROP S4): the context has its own.
+    # A CA bundle named by the environment is not trusted (interop S4): the context has its own.
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "cert.pem"))
     result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
@@ -502,4 +502,23 @@ def test_the_socket_guard_refuses_an_address_that_was_not_checked(
         "BlockedAddress",
         "blocked: non-public address",
     )
+    assert receiver.wait_for(1, timeout=0.3) == []
+
+
+def test_what_goes_on_the_wire_is_the_event_and_nothing_of_the_clients_own(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    """Identity encoding, Roster's user agent, no `Expect: 100-continue` wait, no `Accept`, no
+    credentials from a URL's user info, the path as configured and no fragment."""
+    url = f"http://user:pw@127.0.0.1:{receiver.port}/a/../hook?x=1#frag"
+    assert post(url, b'{"a":1}', HEADERS, 3).delivered is True
+    (request,) = receiver.requests
+    assert request.path == "/a/../hook?x=1"
+    assert request.body == b'{"a":1}'
+    assert request.headers["Accept-Encoding"] == "identity"
+    assert request.headers["User-Agent"] == transport.USER_AGENT
+    assert not {"Expect", "Accept", "Authorization"} & set(request.headers)
+
+
+def test_a_header_with_a_line_break_is_refused_and_nothing_is_sent(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    result = post(receiver.url("/ok"), b"{}", {**HEADERS, "Roster-Event": "user.created\r\nX-Injected: 1"}, 3)
+    assert (result.delivered, result.error_class) == (False, "Error")
     assert receiver.wait_for(1, timeout=0.3) == []

@@ -522,3 +522,91 @@ def test_a_header_with_a_line_break_is_refused_and_nothing_is_sent(receiver: Rec
     result = post(receiver.url("/ok"), b"{}", {**HEADERS, "Roster-Event": "user.created\r\nX-Injected: 1"}, 3)
     assert (result.delivered, result.error_class) == (False, "Error")
     assert receiver.wait_for(1, timeout=0.3) == []
+
+
+def _self_signed(tmp_path, name: str):  # noqa: ANN001, ANN202
+    """A certificate for `name` (its own CA), written as cert.pem and key.pem under tmp_path."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return tmp_path / "cert.pem", tmp_path / "key.pem"
+
+
+@pytest.mark.parametrize(
+    ("certificate_name", "delivered"), [("hooks.customer.example", True), ("other.example", False)]
+)
+def test_https_to_the_checked_address_verifies_the_certificate_against_the_host_name(
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path,  # noqa: ANN001
+    certificate_name: str,
+    delivered: bool,
+) -> None:
+    """With the receiver's CA trusted, HTTPS to 127.0.0.1 (what the name resolved to) succeeds when the
+    certificate is for the URL's host name, and fails when it is for another name: verification is for
+    the name, not for the address connected to."""
+    import ssl
+
+    cert, key = _self_signed(tmp_path, certificate_name)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                seen.append(tls.recv(65536))
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        except (ssl.SSLError, OSError):
+            pass
+        finally:
+            listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    monkeypatch.setattr(
+        urlcheck.socket,
+        "getaddrinfo",
+        lambda host, p, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))],
+    )
+    monkeypatch.setattr(transport.certifi, "where", lambda: str(cert))
+    transport.connections_close()  # a new handle, which loads this CA bundle
+    try:
+        result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
+    finally:
+        transport.connections_close()  # the next test's handle trusts certifi's bundle again
+    thread.join(3)
+    if delivered:
+        assert (result.delivered, result.response_excerpt) == (True, "ok")
+        assert b"Host: hooks.customer.example:" in seen[0]
+    else:
+        assert (result.delivered, result.error_class) == (False, "TLSError")
+        assert b"".join(seen) == b""  # the request was never sent

@@ -185,15 +185,9 @@ def test_connects_to_the_checked_address_keeping_the_host_name(
     assert receiver.requests[0].headers["Host"] == f"hooks.customer.example:{receiver.port}"
 
 
-def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
-    private_ok,  # noqa: ANN001
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path,  # noqa: ANN001
-) -> None:
-    """A TLS server with a self-signed certificate: the client must send SNI = host name (not the IP it
-    connected to) and must refuse the untrusted certificate."""
+def _self_signed(tmp_path, name: str):  # noqa: ANN001, ANN202
+    """A certificate for `name` (its own CA), written as cert.pem and key.pem under tmp_path."""
     import datetime
-    import ssl
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -201,32 +195,51 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hooks.customer.example")])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(subject)
         .public_key(key.public_key())
-        .serial_number(1)
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("hooks.customer.example")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
         .sign(key, hashes.SHA256())
     )
     (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     (tmp_path / "key.pem").write_bytes(
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
+    return tmp_path / "cert.pem", tmp_path / "key.pem"
+
+
+def _local_listener(backlog: int = 1) -> tuple[socket.socket, int]:
+    """A listening socket on 127.0.0.1 and its port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(backlog)
+    return listener, listener.getsockname()[1]
+
+
+def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path,  # noqa: ANN001
+) -> None:
+    """A TLS server with a self-signed certificate: the client must send SNI = host name (not the IP it
+    connected to) and must refuse the untrusted certificate."""
+    import ssl
+
+    cert, key = _self_signed(tmp_path, "hooks.customer.example")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    context.load_cert_chain(cert, key)
     seen_sni: list[str | None] = []
     context.sni_callback = lambda sock, server_name, ctx: seen_sni.append(server_name)
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    port = listener.getsockname()[1]
+    listener, port = _local_listener(1)
 
     def serve() -> None:
         conn, _ = listener.accept()
@@ -245,8 +258,8 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
 
     monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
     # A CA bundle named by the environment is not trusted (interop S4): the context has its own.
-    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "cert.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
     result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
     thread.join(3)
     listener.close()
@@ -329,10 +342,7 @@ def test_a_kept_connection_the_receiver_closed_is_replaced_before_sending(
     """A receiver that closes each connection after answering, without saying `Connection: close`:
     the next event must not be written into the dead connection (that attempt would fail, and it is
     never retried)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    port = listener.getsockname()[1]
+    listener, port = _local_listener(4)
     served: list[bytes] = []
 
     def serve() -> None:
@@ -524,37 +534,6 @@ def test_a_header_with_a_line_break_is_refused_and_nothing_is_sent(receiver: Rec
     assert receiver.wait_for(1, timeout=0.3) == []
 
 
-def _self_signed(tmp_path, name: str):  # noqa: ANN001, ANN202
-    """A certificate for `name` (its own CA), written as cert.pem and key.pem under tmp_path."""
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return tmp_path / "cert.pem", tmp_path / "key.pem"
-
-
 @pytest.mark.parametrize(
     ("certificate_name", "delivered"), [("hooks.customer.example", True), ("other.example", False)]
 )
@@ -573,10 +552,7 @@ def test_https_to_the_checked_address_verifies_the_certificate_against_the_host_
     cert, key = _self_signed(tmp_path, certificate_name)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    port = listener.getsockname()[1]
+    listener, port = _local_listener(1)
     seen: list[bytes] = []
 
     def serve() -> None:

@@ -6,6 +6,7 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -224,6 +225,50 @@ def _local_listener(backlog: int = 1) -> tuple[socket.socket, int]:
     return listener, listener.getsockname()[1]
 
 
+@dataclass
+class TlsReceiver:
+    """One TLS connection on 127.0.0.1 with the given certificate: records the SNI it was sent and the
+    request bytes, answers 200 "ok"."""
+
+    port: int
+    sni: list[str | None]
+    requests: list[bytes]
+    thread: threading.Thread
+
+
+def _tls_receiver(cert, key) -> TlsReceiver:  # noqa: ANN001
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener, port = _local_listener(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                received.requests.append(tls.recv(65536))
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        except (ssl.SSLError, OSError):
+            pass
+        finally:
+            conn.close()
+            listener.close()
+
+    received = TlsReceiver(port, [], [], threading.Thread(target=serve, daemon=True))
+    context.sni_callback = lambda sock, server_name, ctx: received.sni.append(server_name)
+    received.thread.start()
+    return received
+
+
+def _resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        urlcheck.socket,
+        "getaddrinfo",
+        lambda host, p, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))],
+    )
+
+
 def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
     private_ok,  # noqa: ANN001
     monkeypatch: pytest.MonkeyPatch,
@@ -231,39 +276,15 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
 ) -> None:
     """A TLS server with a self-signed certificate: the client must send SNI = host name (not the IP it
     connected to) and must refuse the untrusted certificate."""
-    import ssl
-
     cert, key = _self_signed(tmp_path, "hooks.customer.example")
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    seen_sni: list[str | None] = []
-    context.sni_callback = lambda sock, server_name, ctx: seen_sni.append(server_name)
-
-    listener, port = _local_listener(1)
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        try:
-            context.wrap_socket(conn, server_side=True)
-        except (ssl.SSLError, OSError):
-            pass
-        finally:
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-
-    def fake_getaddrinfo(host, p, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))]
-
-    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
+    server = _tls_receiver(cert, key)
+    _resolve_to_loopback(monkeypatch)
     # A CA bundle named by the environment is not trusted (interop S4): the context has its own.
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
-    result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
-    thread.join(3)
-    listener.close()
-    assert seen_sni == ["hooks.customer.example"]
+    result = post(f"https://hooks.customer.example:{server.port}/ok", b"{}", HEADERS, 3)
+    server.thread.join(3)
+    assert server.sni == ["hooks.customer.example"]
     assert (result.delivered, result.error_class) == (False, "TLSError")
 
 
@@ -547,42 +568,20 @@ def test_https_to_the_checked_address_verifies_the_certificate_against_the_host_
     """With the receiver's CA trusted, HTTPS to 127.0.0.1 (what the name resolved to) succeeds when the
     certificate is for the URL's host name, and fails when it is for another name: verification is for
     the name, not for the address connected to."""
-    import ssl
-
     cert, key = _self_signed(tmp_path, certificate_name)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    listener, port = _local_listener(1)
-    seen: list[bytes] = []
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        try:
-            with context.wrap_socket(conn, server_side=True) as tls:
-                seen.append(tls.recv(65536))
-                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        except (ssl.SSLError, OSError):
-            pass
-        finally:
-            listener.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    monkeypatch.setattr(
-        urlcheck.socket,
-        "getaddrinfo",
-        lambda host, p, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))],
-    )
+    server = _tls_receiver(cert, key)
+    _resolve_to_loopback(monkeypatch)
     monkeypatch.setattr(transport.certifi, "where", lambda: str(cert))
     transport.connections_close()  # a new handle, which loads this CA bundle
     try:
-        result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
+        result = post(f"https://hooks.customer.example:{server.port}/ok", b"{}", HEADERS, 3)
     finally:
         transport.connections_close()  # the next test's handle trusts certifi's bundle again
-    thread.join(3)
+    server.thread.join(3)
+    assert server.sni == ["hooks.customer.example"]
     if delivered:
         assert (result.delivered, result.response_excerpt) == (True, "ok")
-        assert b"Host: hooks.customer.example:" in seen[0]
+        assert b"Host: hooks.customer.example:" in server.requests[0]
     else:
         assert (result.delivered, result.error_class) == (False, "TLSError")
-        assert b"".join(seen) == b""  # the request was never sent
+        assert b"".join(server.requests) == b""  # the request was never sent

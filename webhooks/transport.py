@@ -37,7 +37,11 @@ the time of its last attempt: within KEEPALIVE_IDLE they are judged again agains
 past it, or after a failed attempt, the name is resolved and checked afresh and a new connection is
 forced (`FRESH_CONNECT`). libcurl itself does not reuse a connection idle for KEEPALIVE_IDLE
 (`MAXAGE_CONN`: a receiver that closes idle connections, Node's default is 5 s, could otherwise close it
-while our request is on its way) nor one the receiver has closed (it checks before reusing).
+while our request is on its way) nor one the receiver has closed (it checks before reusing). One
+libcurl behaviour has no switch: when a reused connection gives back not a single byte, it sends the
+request again once on a new connection (to the same checked addresses, within the same deadline). That
+covers the receiver closing the idle connection as our request left; a receiver that read the request
+and then dropped the connection without answering would see it twice (event id unchanged).
 """
 
 from __future__ import annotations

@@ -3,21 +3,24 @@
 Each (directory, target) key has, while a drain owns it, `<prefix>:drain:<dir>:<target>` (the flag, with
 an expiry) and `<prefix>:drain:<dir>:<target>:wake` (a list holding at most one wake-up).
 
-The client is a few lines of RESP2 over one socket per thread rather than redis-py: the kick runs inside
-every SCIM write, and between requests (cold caches) redis-py's command path measured 0.35-0.45 ms of
-CPU per command against 0.09 ms for the same EVAL written straight to a socket. It speaks only what
-is used here: EVAL, PEXPIRE, BLPOP and DEL, plus AUTH and SELECT from the broker URL (`redis://` or
-`rediss://` with certificate verification). Any error closes the socket; the next call reconnects.
+The client is redis-py, already installed for Celery's Redis transport: one `redis.Redis` per process
+and broker URL (webhooks.dispatch keeps it), whose connection pool gives each thread that is running a
+command its own connection, so a drain blocked in BLPOP never holds up a kick from another thread, and
+which opens new connections in a forked child. The URL gives user, password, database and TLS
+(`rediss://` verifies the certificate and the host name). What the swap from the former hand-written
+RESP client costs in CPU per kick is measured in bench/README.md ("Library swaps").
+
+The kick runs inside every SCIM write, so it fails fast instead of retrying: a one-second connect
+timeout, a two-second command timeout and no retries (redis-py's default would retry with backoff and
+hold the request); the caller treats any error as "the broker is down" and cools off.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import ssl
-import threading
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import redis
 
 KEY_PREFIX = "roster:webhooks"
 CONNECT_TIMEOUT = 1.0  # seconds; the kick runs inside the SCIM request
@@ -35,110 +38,31 @@ return 0
 """
 
 
-class RespError(Exception):
-    """An error reply from Redis, or a reply this client does not understand."""
-
-
-def _pack(args: tuple[Any, ...]) -> bytes:
-    parts = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(parts)
-
-
-class RespClient:
-    """One connection per thread (a blocking BLPOP must not hold up another thread's kick) and per
-    process (a forked child opens its own instead of sharing its parent's socket)."""
-
-    def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        self.host = parts.hostname or "localhost"
-        self.port = parts.port or 6379
-        path = (parts.path or "/").strip("/")
-        self.db = int(path) if path else 0
-        self.username = unquote(parts.username) if parts.username else None
-        self.password = unquote(parts.password) if parts.password is not None else None
-        self.tls = parts.scheme == "rediss"
-        self._local = threading.local()
-
-    def call(self, *args: Any, timeout: float = COMMAND_TIMEOUT) -> Any:
-        local = self._local
-        conn = getattr(local, "conn", None)
-        if conn is None or local.pid != os.getpid():
-            conn = local.conn = self._connect()
-            local.pid = os.getpid()
-        sock, reader = conn
-        try:
-            if timeout != COMMAND_TIMEOUT:
-                sock.settimeout(timeout)
-            sock.sendall(_pack(args))
-            reply = _read_reply(reader)
-            if timeout != COMMAND_TIMEOUT:
-                sock.settimeout(COMMAND_TIMEOUT)
-            return reply
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None and self._local.pid == os.getpid():
-            try:
-                conn[0].close()
-            except OSError:
-                pass
-
-    def _connect(self) -> tuple[socket.socket, Any]:
-        sock = socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.tls:
-                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
-            sock.settimeout(COMMAND_TIMEOUT)
-            reader = sock.makefile("rb")
-            if self.password is not None:
-                credentials = (self.username, self.password) if self.username else (self.password,)
-                sock.sendall(_pack(("AUTH", *credentials)))
-                _read_reply(reader)
-            if self.db:
-                sock.sendall(_pack(("SELECT", self.db)))
-                _read_reply(reader)
-        except BaseException:
-            sock.close()
-            raise
-        return sock, reader
-
-
-def _read_reply(reader: Any) -> Any:
-    line = reader.readline()
-    if not line.endswith(b"\r\n"):
-        raise ConnectionError("connection closed by Redis")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b":":
-        return int(rest)
-    if kind == b"+":
-        return rest
-    if kind == b"-":
-        raise RespError(rest.decode("utf-8", "replace"))
-    if kind == b"$":
-        size = int(rest)
-        if size < 0:
-            return None
-        data = reader.read(size + 2)
-        if len(data) != size + 2:
-            raise ConnectionError("connection closed by Redis")
-        return data[:-2]
-    if kind == b"*":
-        count = int(rest)
-        return None if count < 0 else [_read_reply(reader) for _ in range(count)]
-    raise RespError("unexpected reply from Redis")
-
-
 class Coalescer:
     def __init__(self, url: str) -> None:
-        self.client = RespClient(url)
+        # Imported here: a process without a Redis broker never constructs one, and does not load
+        # redis-py (several MB per process, see config/gunicorn.conf.py).
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # Said explicitly rather than left to redis-py's defaults: a rediss:// broker's certificate is
+        # verified, host name included.
+        tls = {"ssl_cert_reqs": "required", "ssl_check_hostname": True} if url.startswith("rediss://") else {}
+        self.client: redis.Redis = redis.Redis.from_url(
+            url,
+            **tls,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=COMMAND_TIMEOUT,
+            retry=Retry(NoBackoff(), 0),
+            # RESP2, which every Redis speaks, and no HELLO or CLIENT SETINFO round trips when a
+            # connection opens: AUTH and SELECT from the URL are all it needs.
+            protocol=2,
+            driver_info=None,
+        )
+        # EVALSHA by the script's hash; redis-py loads the script once when the server lacks it
+        # (after a restart or SCRIPT FLUSH), so the script's text is not sent with every kick.
+        self._claim_or_wake = self.client.register_script(CLAIM_OR_WAKE)
 
     @staticmethod
     def names(directory_id: str, target: str) -> tuple[str, str]:
@@ -147,17 +71,30 @@ class Coalescer:
 
     def claim_or_wake(self, directory_id: str, target: str, ttl: float) -> bool:
         """Set the drain flag if it is free (True: the caller publishes a drain); otherwise wake the
-        drain that owns it. One round trip: EVAL of a short script (Redis caches it by its hash)."""
-        flag, wake = self.names(directory_id, target)
-        return bool(self.client.call("EVAL", CLAIM_OR_WAKE, 2, flag, wake, int(ttl * 1000)))
+        drain that owns it. One round trip: EVALSHA of a short script."""
+        return bool(self._claim_or_wake(keys=self.names(directory_id, target), args=[int(ttl * 1000)]))
 
     def refresh(self, directory_id: str, target: str, ttl: float) -> None:
-        self.client.call("PEXPIRE", self.names(directory_id, target)[0], int(ttl * 1000))
+        self.client.pexpire(self.names(directory_id, target)[0], int(ttl * 1000))
 
     def wait_for_wake(self, directory_id: str, target: str, timeout: float) -> bool:
-        """Block up to `timeout` seconds for a wake-up; True when one came."""
+        """Block up to `timeout` seconds for a wake-up; True when one came.
+
+        redis-py reads every reply, BLPOP's too, with the client's socket timeout, which a wait longer
+        than COMMAND_TIMEOUT would outlast; so the wait is sent on a connection of the pool whose read
+        is given the wait plus COMMAND_TIMEOUT (a connection left mid-reply is closed, never reused)."""
         wake = self.names(directory_id, target)[1]
-        return self.client.call("BLPOP", wake, f"{timeout:.3f}", timeout=timeout + COMMAND_TIMEOUT) is not None
+        pool = self.client.connection_pool
+        conn = pool.get_connection()
+        try:
+            conn.send_command("BLPOP", wake, f"{timeout:.3f}")
+            reply = conn.read_response(timeout=timeout + COMMAND_TIMEOUT)
+        except BaseException:
+            conn.disconnect()
+            raise
+        finally:
+            pool.release(conn)
+        return reply is not None
 
     def release(self, directory_id: str, target: str) -> None:
-        self.client.call("DEL", *self.names(directory_id, target))
+        self.client.delete(*self.names(directory_id, target))

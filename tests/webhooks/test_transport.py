@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -79,15 +81,25 @@ def test_response_read_is_capped(receiver: Receiver, private_ok) -> None:  # noq
     assert len(result.response_excerpt) == EXCERPT_CAP
 
 
-def test_read_cap_stops_reading_at_64_kib(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
-    conn = transport.GuardedHTTPConnection(receiver.host, receiver.port, 3)
-    try:
-        conn.request("POST", "/big", body=b"{}")
-        response = conn.getresponse()
-        assert len(transport._read_capped(response, transport.RESPONSE_READ_CAP)) == 64 * 1024
-        assert not response.isclosed()  # 200 KiB were sent: the rest is never read
-    finally:
-        conn.close()
+def test_read_cap_stops_reading_at_64_kib(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    attempts: list[transport._Attempt] = []
+    real_write = transport._Attempt.write
+
+    def recording_write(self: transport._Attempt, chunk: bytes) -> int | None:
+        if self not in attempts:
+            attempts.append(self)
+        return real_write(self, chunk)
+
+    monkeypatch.setattr(transport._Attempt, "write", recording_write)
+    result = post(receiver.url("/big"), b"{}", HEADERS, 3)
+    assert result.delivered is True  # the status arrived before the cap cut the body
+    (attempt,) = attempts
+    assert sum(len(chunk) for chunk in attempt.body) == 64 * 1024
+    assert attempt.capped is True  # 200 KiB were sent: the transfer stopped, the rest is never read
 
 
 def test_a_connection_left_mid_answer_at_the_cap_is_not_reused(
@@ -174,15 +186,9 @@ def test_connects_to_the_checked_address_keeping_the_host_name(
     assert receiver.requests[0].headers["Host"] == f"hooks.customer.example:{receiver.port}"
 
 
-def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
-    private_ok,  # noqa: ANN001
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path,  # noqa: ANN001
-) -> None:
-    """A TLS server with a self-signed certificate: the client must send SNI = host name (not the IP it
-    connected to) and must refuse the untrusted certificate."""
+def _self_signed(tmp_path, name: str):  # noqa: ANN001, ANN202
+    """A certificate for `name` (its own CA), written as cert.pem and key.pem under tmp_path."""
     import datetime
-    import ssl
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -190,57 +196,95 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hooks.customer.example")])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(subject)
         .public_key(key.public_key())
-        .serial_number(1)
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("hooks.customer.example")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
         .sign(key, hashes.SHA256())
     )
     (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     (tmp_path / "key.pem").write_bytes(
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
-    seen_sni: list[str | None] = []
-    context.sni_callback = lambda sock, server_name, ctx: seen_sni.append(server_name)
+    return tmp_path / "cert.pem", tmp_path / "key.pem"
 
+
+def _local_listener(backlog: int = 1) -> tuple[socket.socket, int]:
+    """A listening socket on 127.0.0.1 and its port."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    port = listener.getsockname()[1]
+    listener.listen(backlog)
+    return listener, listener.getsockname()[1]
+
+
+@dataclass
+class TlsReceiver:
+    """One TLS connection on 127.0.0.1 with the given certificate: records the SNI it was sent and the
+    request bytes, answers 200 "ok"."""
+
+    port: int
+    sni: list[str | None]
+    requests: list[bytes]
+    thread: threading.Thread
+
+
+def _tls_receiver(cert, key) -> TlsReceiver:  # noqa: ANN001
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener, port = _local_listener(1)
 
     def serve() -> None:
         conn, _ = listener.accept()
         try:
-            context.wrap_socket(conn, server_side=True)
+            with context.wrap_socket(conn, server_side=True) as tls:
+                received.requests.append(tls.recv(65536))
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         except (ssl.SSLError, OSError):
             pass
         finally:
             conn.close()
+            listener.close()
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    received = TlsReceiver(port, [], [], threading.Thread(target=serve, daemon=True))
+    context.sni_callback = lambda sock, server_name, ctx: received.sni.append(server_name)
+    received.thread.start()
+    return received
 
-    def fake_getaddrinfo(host, p, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))]
 
-    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
-    # A CA bundle named by the environment is not trusted (INTEROP S4): the context has its own.
-    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "cert.pem"))
-    monkeypatch.setattr(transport, "_tls", None)
-    result = post(f"https://hooks.customer.example:{port}/ok", b"{}", HEADERS, 3)
-    thread.join(3)
-    listener.close()
-    assert seen_sni == ["hooks.customer.example"]
+def _resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        urlcheck.socket,
+        "getaddrinfo",
+        lambda host, p, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))],
+    )
+
+
+def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path,  # noqa: ANN001
+) -> None:
+    """A TLS server with a self-signed certificate: the client must send SNI = host name (not the IP it
+    connected to) and must refuse the untrusted certificate."""
+    cert, key = _self_signed(tmp_path, "hooks.customer.example")
+    server = _tls_receiver(cert, key)
+    _resolve_to_loopback(monkeypatch)
+    # A CA bundle named by the environment is not trusted (interop S4): the context has its own.
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    result = post(f"https://hooks.customer.example:{server.port}/ok", b"{}", HEADERS, 3)
+    server.thread.join(3)
+    assert server.sni == ["hooks.customer.example"]
     assert (result.delivered, result.error_class) == (False, "TLSError")
 
 
@@ -251,13 +295,13 @@ def test_https_keeps_sni_and_verifies_the_certificate_for_the_host_name(
 def connects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every new connection the guard opens, by address; reused connections do not appear."""
     opened: list[str] = []
-    real = transport._GuardedConnectionMixin._connect_to
+    real = transport._socket_for
 
-    def counting(self, ip):  # noqa: ANN001, ANN202
+    def counting(ip, *args):  # noqa: ANN001, ANN002, ANN202
         opened.append(str(ip))
-        return real(self, ip)
+        return real(ip, *args)
 
-    monkeypatch.setattr(transport._GuardedConnectionMixin, "_connect_to", counting)
+    monkeypatch.setattr(transport, "_socket_for", counting)
     return opened
 
 
@@ -306,7 +350,7 @@ def test_the_deadline_also_covers_a_reused_connection(receiver: Receiver, privat
     assert (result.delivered, result.error_class) == (False, "Timeout")
     assert time.monotonic() - started < 2.5
     assert connects == ["127.0.0.1"]  # the slow attempt ran on the kept connection
-    # The connection the watchdog cut is not reused: the next event opens a new, checked one.
+    # The connection the deadline cut is not reused: the next event opens a new, checked one.
     receiver.slow_seconds = 0
     assert post(receiver.url("/ok"), b"{}", HEADERS, 3).delivered is True
     assert connects == ["127.0.0.1", "127.0.0.1"]
@@ -319,10 +363,7 @@ def test_a_kept_connection_the_receiver_closed_is_replaced_before_sending(
     """A receiver that closes each connection after answering, without saying `Connection: close`:
     the next event must not be written into the dead connection (that attempt would fail, and it is
     never retried)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    port = listener.getsockname()[1]
+    listener, port = _local_listener(4)
     served: list[bytes] = []
 
     def serve() -> None:
@@ -430,3 +471,117 @@ def test_a_garbled_status_line_is_a_failed_connection() -> None:
         mp.setattr(transport, "private_networks_allowed", lambda: True)
         result = post(server.url(), b"{}", HEADERS, 3)
     assert (result.delivered, result.status_code, result.error_class) == (False, None, "ConnectionError")
+
+
+# --- interruption and the connect-time guard --------------------------------------------------------
+
+
+def test_a_soft_time_limit_signal_interrupts_an_attempt_that_is_waiting(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    """Celery's soft time limit is a signal whose handler raises SoftTimeLimitExceeded in the task's
+    thread: it must end an attempt stuck waiting for an answer at once, not at the attempt's deadline,
+    and leave `post` as that exception (the attempt's outcome is unknown, never a recorded failure)."""
+    import signal
+
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    def soft_limit(signum, frame):  # noqa: ANN001, ANN202
+        raise SoftTimeLimitExceeded()
+
+    receiver.slow_seconds = 10
+    previous = signal.signal(signal.SIGUSR1, soft_limit)
+    timer = threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGUSR1))
+    try:
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(SoftTimeLimitExceeded):
+            post(receiver.url("/slow"), b"{}", HEADERS, 8)
+        assert time.monotonic() - started < 5  # well before the attempt's own deadline
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, previous)
+    assert len(receiver.requests) == 1
+
+
+def test_a_soft_time_limit_raised_inside_a_callback_leaves_post(receiver: Receiver, private_ok, monkeypatch) -> None:  # noqa: ANN001
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    real_write = transport._Attempt.write
+
+    def write_then_interrupted(self: transport._Attempt, chunk: bytes) -> int | None:
+        real_write(self, chunk)
+        self.error = SoftTimeLimitExceeded()  # what the callback's own handler stores when it catches it
+        return 0
+
+    monkeypatch.setattr(transport._Attempt, "write", write_then_interrupted)
+    with pytest.raises(SoftTimeLimitExceeded):
+        post(receiver.url("/ok"), b"{}", HEADERS, 3)
+
+
+def test_the_socket_guard_refuses_an_address_that_was_not_checked(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """libcurl connects only where the guard's own resolution pointed it; should it ever open a socket
+    to another address, the socket is refused and nothing is sent."""
+    import ipaddress
+
+    monkeypatch.setattr(transport, "resolve", lambda host, port: [ipaddress.ip_address("127.0.0.2")])
+    result = post(receiver.url("/ok"), b"{}", HEADERS, 2)  # libcurl connects to the literal 127.0.0.1
+    assert (result.delivered, result.error_class, result.error_message) == (
+        False,
+        "BlockedAddress",
+        "blocked: non-public address",
+    )
+    assert receiver.wait_for(1, timeout=0.3) == []
+
+
+def test_what_goes_on_the_wire_is_the_event_and_nothing_of_the_clients_own(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    """Identity encoding, Roster's user agent, no `Expect: 100-continue` wait, no `Accept`, no
+    credentials from a URL's user info, the path as configured and no fragment."""
+    url = f"http://user:pw@127.0.0.1:{receiver.port}/a/../hook?x=1#frag"
+    assert post(url, b'{"a":1}', HEADERS, 3).delivered is True
+    (request,) = receiver.requests
+    assert request.path == "/a/../hook?x=1"
+    assert request.body == b'{"a":1}'
+    assert request.headers["Accept-Encoding"] == "identity"
+    assert request.headers["User-Agent"] == transport.USER_AGENT
+    assert not {"Expect", "Accept", "Authorization"} & set(request.headers)
+
+
+def test_a_header_with_a_line_break_is_refused_and_nothing_is_sent(receiver: Receiver, private_ok) -> None:  # noqa: ANN001
+    result = post(receiver.url("/ok"), b"{}", {**HEADERS, "Roster-Event": "user.created\r\nX-Injected: 1"}, 3)
+    assert (result.delivered, result.error_class) == (False, "Error")
+    assert receiver.wait_for(1, timeout=0.3) == []
+
+
+@pytest.mark.parametrize(
+    ("certificate_name", "delivered"), [("hooks.customer.example", True), ("other.example", False)]
+)
+def test_https_to_the_checked_address_verifies_the_certificate_against_the_host_name(
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path,  # noqa: ANN001
+    certificate_name: str,
+    delivered: bool,
+) -> None:
+    """With the receiver's CA trusted, HTTPS to 127.0.0.1 (what the name resolved to) succeeds when the
+    certificate is for the URL's host name, and fails when it is for another name: verification is for
+    the name, not for the address connected to."""
+    cert, key = _self_signed(tmp_path, certificate_name)
+    server = _tls_receiver(cert, key)
+    _resolve_to_loopback(monkeypatch)
+    monkeypatch.setattr(transport.certifi, "where", lambda: str(cert))
+    transport.connections_close()  # a new handle, which loads this CA bundle
+    try:
+        result = post(f"https://hooks.customer.example:{server.port}/ok", b"{}", HEADERS, 3)
+    finally:
+        transport.connections_close()  # the next test's handle trusts certifi's bundle again
+    server.thread.join(3)
+    assert server.sni == ["hooks.customer.example"]
+    if delivered:
+        assert (result.delivered, result.response_excerpt) == (True, "ok")
+        assert b"Host: hooks.customer.example:" in server.requests[0]
+    else:
+        assert (result.delivered, result.error_class) == (False, "TLSError")
+        assert b"".join(server.requests) == b""  # the request was never sent

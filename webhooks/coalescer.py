@@ -17,6 +17,7 @@ hold the request); the caller treats any error as "the broker is down" and cools
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -63,6 +64,21 @@ class Coalescer:
         # EVALSHA by the script's hash; redis-py loads the script once when the server lacks it
         # (after a restart or SCRIPT FLUSH), so the script's text is not sent with every kick.
         self._claim_or_wake = self.client.register_script(CLAIM_OR_WAKE)
+        self._local = threading.local()
+
+    def _kick_client(self) -> redis.Redis:
+        """This thread's client for the kick, holding one connection of the pool for good. The kick runs
+        inside every SCIM write: a pooled client takes a connection out and puts it back around each
+        command, checking it each time, which cost about a third more CPU per kick (bench/README.md,
+        "Library swaps"). A connection that fails is closed by redis-py and reopened on the next kick."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            import redis
+
+            client = self._local.client = redis.Redis(
+                connection_pool=self.client.connection_pool, single_connection_client=True
+            )
+        return client
 
     @staticmethod
     def names(directory_id: str, target: str) -> tuple[str, str]:
@@ -72,7 +88,8 @@ class Coalescer:
     def claim_or_wake(self, directory_id: str, target: str, ttl: float) -> bool:
         """Set the drain flag if it is free (True: the caller publishes a drain); otherwise wake the
         drain that owns it. One round trip: EVALSHA of a short script."""
-        return bool(self._claim_or_wake(keys=self.names(directory_id, target), args=[int(ttl * 1000)]))
+        keys = self.names(directory_id, target)
+        return bool(self._claim_or_wake(keys=keys, args=[int(ttl * 1000)], client=self._kick_client()))
 
     def refresh(self, directory_id: str, target: str, ttl: float) -> None:
         self.client.pexpire(self.names(directory_id, target)[0], int(ttl * 1000))

@@ -8,7 +8,7 @@ from typing import Any
 from directories.models import comparison_key
 from scim.documents.common import READ_ONLY, Index, key_of
 from scim.errors import invalid_path, invalid_syntax, invalid_value, mutability, no_target
-from scim.filter import ENTERPRISE_SCHEMA, And, Compare, Node, PatchPath, matches, parse_patch_path
+from scim.filter import ENTERPRISE_SCHEMA, And, Compare, Node, Not, Or, PatchPath, matches, parse_patch_path
 from scim.schemas import PATCH_SCHEMA
 
 
@@ -146,6 +146,8 @@ class DocumentPatcher:
         dotted = ppath.attr.sub
         sub_name = self._sub_name(subs, dotted or ppath.sub, ppath)
         if ppath.element_filter is not None:
+            if subs is not None:
+                _check_filter_names(ppath.element_filter, subs, ppath)
             self._apply_filtered(op, container, key, ppath.element_filter, sub_name, value, multi)
         elif dotted:
             self._apply_sub(op, container, key, sub_name or dotted, value)
@@ -253,6 +255,24 @@ class DocumentPatcher:
                 raise invalid_value(f"The value for a {key}[…] path without sub-attribute must be an object.")
             items[i] = item
         container[key] = items
+
+
+def _check_filter_names(node: Node, subs: dict[str, str], ppath: PatchPath) -> None:
+    """A value filter names sub-attributes of the attribute it filters (RFC 7644 §3.5.2: a path that
+    names no attribute is invalidPath); `emails[foo eq "x"]` would otherwise build an element with a
+    made-up `foo`."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, And | Or):
+            stack += [item.left, item.right]
+        elif isinstance(item, Not):
+            stack.append(item.inner)
+        elif isinstance(item, Compare):
+            if item.path.schema is not None or item.path.sub is not None or item.path.attr not in subs:
+                raise invalid_path(f"Unknown sub-attribute {item.path.text!r} in {ppath.attr.text!r}[…].")
+        else:
+            raise invalid_path(f"Nested value filters are not allowed in {ppath.attr.text!r}[…].")
 
 
 def _is_schema_urn(lowered: str) -> bool:

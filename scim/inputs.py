@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from core.text import INT_MAX, INT_MIN, json_problem, number_problem, text_problem
+from core.text import INT_MIN, json_problem, number_problem, text_problem
 from scim.errors import ScimError, invalid_filter, invalid_syntax, invalid_value
 
 MAX_JSON_DEPTH = 32
@@ -34,7 +34,9 @@ def number_refused(value: int | float) -> str | None:
     """Why a JSON number cannot be stored and read back, or None: `number_problem`, plus floats beyond
     the 64-bit integer range (see the module docstring)."""
     problem = number_problem(value)
-    if problem is None and isinstance(value, float) and not INT_MIN <= value <= INT_MAX:
+    # Strict at both ends: the float -2**63 is printed as -9.223372036854776e+18, which the database
+    # reads as -9223372036854776000, past the range.
+    if problem is None and isinstance(value, float) and not INT_MIN < value < -INT_MIN:
         return "is outside the 64-bit integer range"
     return problem
 

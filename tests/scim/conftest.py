@@ -120,3 +120,28 @@ def hooked_directory(db, outbox_kept) -> Directory:  # noqa: ANN001
 @pytest.fixture
 def scim_hooked(hooked_directory: Directory) -> Scim:
     return Scim(hooked_directory)
+
+
+def rows_of(directory: Directory) -> dict[str, list[dict[str, Any]]]:
+    """Every row a SCIM request can change for `directory`: users, groups, memberships and the outbox,
+    in a fixed order, so that two snapshots compare equal exactly when nothing changed."""
+    from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
+    from webhooks.models import WebhookEvent
+
+    return {
+        "users": list(DirectoryUser.objects.filter(directory=directory).order_by("id").values()),
+        "groups": list(DirectoryGroup.objects.filter(directory=directory).order_by("id").values()),
+        "members": list(
+            GroupMembership.objects.filter(group__directory=directory).order_by("group_id", "user_id").values()
+        ),
+        "outbox": list(WebhookEvent.objects.filter(directory_id=directory.id).order_by("id").values()),
+    }
+
+
+def assert_scim_error(status: int, body: Any, expected: int, scim_type: str | None = None) -> dict[str, Any]:
+    """An RFC 7644 §3.12 error body with this status (and scimType, when given)."""
+    assert status == expected, body
+    assert body["schemas"] == [ERROR_URN] and body["status"] == str(expected) and body["detail"], body
+    if scim_type is not None:
+        assert body.get("scimType") == scim_type, body
+    return body

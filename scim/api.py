@@ -14,6 +14,7 @@ called with each SPEC §5 event payload after the change has committed.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import re
 import uuid
@@ -72,9 +73,23 @@ def parse_json(raw: bytes | str) -> Any:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise invalid_syntax("The request body is not valid JSON (UTF-8).") from exc
+        value = _json_fallback(raw, exc)
     check_document(value, raw)
     return value
+
+
+def _json_fallback(raw: bytes, exc: Exception) -> Any:
+    """orjson refuses a lone surrogate escape ("\\ud800") and numbers past a double, which are valid JSON
+    that cannot be stored: the standard library reads them so that the input gate reports them as
+    invalidValue, as it does a NUL. Anything it cannot read either is invalidSyntax."""
+
+    def not_json(constant: str) -> Any:
+        raise ValueError(constant)  # NaN and Infinity are not JSON
+
+    try:
+        return json.loads(raw, parse_constant=not_json)
+    except (ValueError, RecursionError):
+        raise invalid_syntax("The request body is not valid JSON (UTF-8).") from exc
 
 
 def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = None) -> Directory:

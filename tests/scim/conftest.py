@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import orjson
@@ -145,3 +146,33 @@ def assert_scim_error(status: int, body: Any, expected: int, scim_type: str | No
     if scim_type is not None:
         assert body.get("scimType") == scim_type, body
     return body
+
+
+def wsgi_run(app: Any, path: str, *, method: str = "GET", body: bytes = b"", query: str = "", **environ: str) -> Any:
+    """One request through a WSGI app, as a server makes it: (status line, sorted headers, body)."""
+    env = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_TYPE": SCIM_CT if body else "",
+        **environ,
+    }
+    seen: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        seen["status"], seen["headers"] = status, sorted(headers)
+
+    chunks = app(env, start_response)
+    try:
+        out = b"".join(chunks)
+    finally:
+        getattr(chunks, "close", lambda: None)()
+    return seen["status"], seen["headers"], out

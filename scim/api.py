@@ -74,7 +74,7 @@ def parse_json(raw: bytes | str) -> Any:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         value = _json_fallback(raw, exc)
-    check_document(value, raw)
+    check_document(value)
     return value
 
 

@@ -16,13 +16,11 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
@@ -34,6 +32,7 @@ from scim.documents import patch_operations
 from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
 from scim.filter_query import Equality, filter_plan
 from scim.inputs import check_document, check_query, text_ok
+from scim.paging import paging
 from scim.rendering import Projection, group_resource, user_resource
 from scim.search import search_query
 from scim.selectors import (
@@ -49,11 +48,6 @@ from scim.selectors import (
 logger = logging.getLogger("roster.scim")
 
 MAX_BODY_BYTES = 1024 * 1024
-DEFAULT_COUNT = 100
-# 2**53: past the end of any directory, and an integer every JSON client reads exactly.
-MAX_START_INDEX = 2**53
-HUGE = 10**18
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 UNAUTHORIZED = "Authentication failed. Send 'Authorization: Bearer <SCIM secret of this directory>'."
 _DUMMY_SECRET = b"roster-no-such-directory-" + b"x" * 32
 
@@ -127,36 +121,6 @@ def allowed_methods(resource_type: str, resource_id: Any) -> tuple[str, ...] | N
     return None
 
 
-def _int_param(query: dict[str, Any], name: str) -> int | None:
-    value = query.get(name)
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        raise invalid_value(f"{name} must be an integer.")
-    if isinstance(value, int):
-        return value
-    text = str(value).strip()
-    # A query parameter is plain ASCII digits (int() would also take "1_000" and other scripts' digits).
-    if not _INTEGER.fullmatch(text):
-        raise invalid_value(f"{name} must be an integer.")
-    if len(text.lstrip("+-").lstrip("0")) > 18:
-        # Past every bound _paging applies: no need to build (or let the database see) the number itself.
-        return -HUGE if text.startswith("-") else HUGE
-    return int(text)
-
-
-def _paging(query: dict[str, Any]) -> tuple[int, int]:
-    """(startIndex, count) as RFC 7644 §3.4.2.4 reads them: startIndex below 1 means 1, a negative count
-    means 0, count is capped at SCIM_MAX_RESULTS. A startIndex past MAX_START_INDEX is read as
-    MAX_START_INDEX, which is past the end of any directory: an empty page, never an OFFSET the
-    database cannot hold (and a startIndex in the response that every JSON client reads exactly)."""
-    start = _int_param(query, "startIndex")
-    count = _int_param(query, "count")
-    start = 1 if start is None or start < 1 else min(start, MAX_START_INDEX)
-    count = DEFAULT_COUNT if count is None else max(count, 0)
-    return start, min(count, settings.SCIM_MAX_RESULTS)
-
-
 def _list_response(total: int, start: int, resources: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "schemas": [discovery.LIST_SCHEMA],
@@ -195,7 +159,7 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any, b
             return None
     flt = query.get("filter")
     try:
-        start, count = _paging(query)
+        start, count = paging(query)
         condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
     except ScimError:
         return None
@@ -232,7 +196,7 @@ class _Handler:
     # users
 
     def users_list(self) -> tuple[int, Any]:
-        start, count = _paging(self.query)
+        start, count = paging(self.query)
         projection = _projection(self.query)
         read = self.read
         if read is not None and read.matches("users", start_index=start, count=count):
@@ -269,7 +233,7 @@ class _Handler:
         return [projection.apply(group_resource(g, members[g.id] if members is not None else None)) for g in groups]
 
     def groups_list(self) -> tuple[int, Any]:
-        start, count = _paging(self.query)
+        start, count = paging(self.query)
         projection = _projection(self.query)
         flt = self.query.get("filter")
         condition = filter_plan(flt, resource_type="groups") if flt not in (None, "") else None
@@ -285,7 +249,7 @@ class _Handler:
         walks through the users and on into the groups. A filter is run against each resource type; a
         type that cannot evaluate it (e.g. `userName` on groups) contributes nothing, and only a filter
         that neither type can evaluate is a 400."""
-        start, count = _paging(self.query)
+        start, count = paging(self.query)
         projection = _projection(self.query)
         flt = self.query.get("filter")
         conditions: dict[str, Q | Equality | None] = {}

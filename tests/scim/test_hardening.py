@@ -14,7 +14,7 @@ import pytest
 from django.db import InterfaceError, OperationalError, connection
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser
-from scim.api import MAX_START_INDEX
+from scim.paging import MAX_START_INDEX
 from tests.scim.conftest import (
     LIST_URN,
     PATCH_URN,

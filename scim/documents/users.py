@@ -52,6 +52,9 @@ def user_finalize(
     if ext is not None and not isinstance(ext, dict):
         raise invalid_value(f"{ENTERPRISE_SCHEMA} must be an object.")
     if ext:
+        if isinstance(ext.get("manager"), str):
+            # Entra writes the manager as a bare id; PATCH already stores it as the schema's object.
+            ext = doc[ENTERPRISE_SCHEMA] = {**ext, "manager": {"value": ext["manager"]}}
         check_known_types(ext, ENTERPRISE_INDEX, ENTERPRISE_SUB_TYPES, prefix=f"{ENTERPRISE_SCHEMA}:")
     if "active" not in doc and default_active is not None:
         doc["active"] = default_active

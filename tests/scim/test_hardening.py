@@ -16,6 +16,7 @@ from django.db import InterfaceError, OperationalError, connection
 from directories.models import Directory, DirectoryGroup, DirectoryUser
 from scim.paging import MAX_START_INDEX
 from tests.scim.conftest import (
+    ENTERPRISE_URN,
     LIST_URN,
     PATCH_URN,
     SCIM_CT,
@@ -243,6 +244,15 @@ def test_a_patch_value_of_the_wrong_type_is_invalid_value(scim_a: Scim, path: st
     assert_scim_error(
         *scim_a.ops(f"/Users/{user['id']}", {"op": "replace", "path": path, "value": value}), 400, "invalidValue"
     )
+    assert rows_of(scim_a.directory) == before
+
+
+def test_a_manager_sent_as_a_bare_id_is_kept_as_the_schema_object_and_a_number_is_refused(scim_a: Scim) -> None:
+    status, user = scim_a.post("/Users", user_body(**{ENTERPRISE_URN: {"manager": "mgr-7", "department": "Ops"}}))
+    assert status == 201 and user[ENTERPRISE_URN]["manager"] == {"value": "mgr-7"}
+    assert scim_a.get(f"/Users/{user['id']}")[1][ENTERPRISE_URN] == {"manager": {"value": "mgr-7"}, "department": "Ops"}
+    before = rows_of(scim_a.directory)
+    assert_scim_error(*scim_a.post("/Users", user_body("b@x.io", **{ENTERPRISE_URN: {"manager": 7}})), 400)
     assert rows_of(scim_a.directory) == before
 
 

@@ -480,3 +480,12 @@ def test_the_bucketed_element_merge_keeps_exactly_what_the_pairwise_rule_keeps(c
     assert bucketed.items == merged
     gone = _Elements(added)
     assert [i for i in current if not gone.has(i)] == [i for i in current if not any(_same(i, v) for v in added)]
+
+
+def test_an_attribute_list_longer_than_any_schema_is_invalid_value_and_repeats_count_once(scim_a: Scim) -> None:
+    scim_a.post("/Users", user_body())
+    names = [f"a{i}" for i in range(300)]
+    assert_scim_error(*scim_a.post("/Users/.search", {"attributes": names}), 400, "invalidValue")
+    assert_scim_error(*scim_a.get("/Users?excludedAttributes=" + ",".join(names)), 400, "invalidValue")
+    status, page = scim_a.get("/Users?attributes=" + ",".join(["userName"] * 200))
+    assert status == 200 and set(page["Resources"][0]) == {"id", "schemas", "userName"}

@@ -139,6 +139,9 @@ def scim_view(request: HttpRequest, directory_id: str, resource: str = "", resou
         resource_id,
     )
     response = HttpResponse(body, status=status, content_type=CONTENT_TYPE)
+    if status >= 500:
+        # scim_answer logged it once, with the request id; django.request would log a second line.
+        response._has_been_logged = True  # type: ignore[attr-defined]
     for name, value in headers[1:]:  # the first is the Content-Type, set above
         response[name] = value
     return response

@@ -14,14 +14,15 @@ called with each SPEC §5 event payload after the change has committed.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from directories.models import Directory
 from directories.selectors import directory_get
@@ -30,7 +31,10 @@ from scim import services, statements
 from scim.documents import patch_operations
 from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
 from scim.filter_query import Equality, filter_plan
+from scim.inputs import check_document, check_query, text_ok
+from scim.paging import paging
 from scim.rendering import Projection, group_resource, user_resource
+from scim.search import search_query
 from scim.selectors import (
     FirstRead,
     scim_directory_with,
@@ -44,8 +48,6 @@ from scim.selectors import (
 logger = logging.getLogger("roster.scim")
 
 MAX_BODY_BYTES = 1024 * 1024
-MAX_JSON_DEPTH = 32
-DEFAULT_COUNT = 100
 UNAUTHORIZED = "Authentication failed. Send 'Authorization: Bearer <SCIM secret of this directory>'."
 _DUMMY_SECRET = b"roster-no-such-directory-" + b"x" * 32
 
@@ -54,7 +56,8 @@ Callback = Callable[[dict[str, Any]], None]
 
 
 def parse_json(raw: bytes | str) -> Any:
-    """Parse a request body: 413 above 1 MiB, 400 invalidSyntax for anything that is not clean JSON."""
+    """Parse a request body: 413 above 1 MiB, 400 for anything that is not clean JSON or cannot be
+    stored (scim.inputs)."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_BODY_BYTES:
@@ -64,28 +67,23 @@ def parse_json(raw: bytes | str) -> Any:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise invalid_syntax("The request body is not valid JSON (UTF-8).") from exc
-    check_json(value)
+        value = _json_fallback(raw, exc)
+    check_document(value)
     return value
 
 
-def check_json(value: Any) -> None:
-    """Reject deeply nested documents and NUL characters (PostgreSQL text cannot hold them)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise invalid_syntax(f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.")
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise invalid_value("Strings must not contain NUL characters.")
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if "\x00" in key:
-                    raise invalid_value("Attribute names must not contain NUL characters.")
-                stack.append((child, depth + 1))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
+def _json_fallback(raw: bytes, exc: Exception) -> Any:
+    """orjson refuses a lone surrogate escape ("\\ud800") and numbers past a double, which are valid JSON
+    that cannot be stored: the standard library reads them so that the input gate reports them as
+    invalidValue, as it does a NUL. Anything it cannot read either is invalidSyntax."""
+
+    def not_json(constant: str) -> Any:
+        raise ValueError(constant)  # NaN and Infinity are not JSON
+
+    try:
+        return json.loads(raw, parse_constant=not_json)
+    except (ValueError, RecursionError):
+        raise invalid_syntax("The request body is not valid JSON (UTF-8).") from exc
 
 
 def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = None) -> Directory:
@@ -106,37 +104,21 @@ def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = Non
     return directory
 
 
-def allowed_methods(resource_type: str, has_id: bool) -> tuple[str, ...] | None:
+def is_search(resource_id: Any) -> bool:
+    return isinstance(resource_id, str) and resource_id.lower() == ".search"
+
+
+def allowed_methods(resource_type: str, resource_id: Any) -> tuple[str, ...] | None:
     """The methods a route answers, or None for a route that does not exist (404)."""
     if resource_type in ("users", "groups"):
-        return ("GET", "PUT", "PATCH", "DELETE") if has_id else ("GET", "POST")
+        if is_search(resource_id):
+            return ("POST",)
+        return ("GET", "PUT", "PATCH", "DELETE") if resource_id else ("GET", "POST")
     if resource_type in ("serviceproviderconfig", "resourcetypes", "schemas"):
         return ("GET",)
     if resource_type == ".search":
         return ("POST",)
     return None
-
-
-def _int_param(query: dict[str, Any], name: str) -> int | None:
-    value = query.get(name)
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        raise invalid_value(f"{name} must be an integer.")
-    if isinstance(value, int):
-        return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise invalid_value(f"{name} must be an integer.") from None
-
-
-def _paging(query: dict[str, Any]) -> tuple[int, int]:
-    start = _int_param(query, "startIndex")
-    count = _int_param(query, "count")
-    start = 1 if start is None or start < 1 else start  # RFC 7644 §3.4.2.4: below 1 means 1
-    count = DEFAULT_COUNT if count is None else max(count, 0)  # negative means 0
-    return start, min(count, settings.SCIM_MAX_RESULTS)
 
 
 def _list_response(total: int, start: int, resources: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,7 +159,7 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any, b
             return None
     flt = query.get("filter")
     try:
-        start, count = _paging(query)
+        start, count = paging(query)
         condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
     except ScimError:
         return None
@@ -195,7 +177,7 @@ def _members_read(group_id: Any, body: Any) -> FirstRead | None:
         group_pk = uuid.UUID(str(group_id))
         parsed = parse_json(body) if isinstance(body, bytes | str) else body
         if parsed is not None and not isinstance(body, bytes | str):
-            check_json(parsed)
+            check_document(parsed)
         operations = patch_operations(parsed)
         user_ids = services.members_added(operations)
     except (ValueError, ScimError):
@@ -214,7 +196,7 @@ class _Handler:
     # users
 
     def users_list(self) -> tuple[int, Any]:
-        start, count = _paging(self.query)
+        start, count = paging(self.query)
         projection = _projection(self.query)
         read = self.read
         if read is not None and read.matches("users", start_index=start, count=count):
@@ -251,12 +233,51 @@ class _Handler:
         return [projection.apply(group_resource(g, members[g.id] if members is not None else None)) for g in groups]
 
     def groups_list(self) -> tuple[int, Any]:
-        start, count = _paging(self.query)
+        start, count = paging(self.query)
         projection = _projection(self.query)
         flt = self.query.get("filter")
         condition = filter_plan(flt, resource_type="groups") if flt not in (None, "") else None
         total, groups = scim_groups_page(directory=self.directory, condition=condition, start_index=start, count=count)
         return 200, _list_response(total, start, self._groups_render(groups, projection))
+
+    # both
+
+    def all_list(self) -> tuple[int, Any]:
+        """`POST /.search` at the root: one list of the users, then the groups, each in its own list
+        order. startIndex and count run over that whole sequence: position `startIndex` is a user while
+        it is within the users' total, else group number `startIndex - users' total`, so paging on
+        walks through the users and on into the groups. A filter is run against each resource type; a
+        type that cannot evaluate it (e.g. `userName` on groups) contributes nothing, and only a filter
+        that neither type can evaluate is a 400."""
+        start, count = paging(self.query)
+        projection = _projection(self.query)
+        flt = self.query.get("filter")
+        conditions: dict[str, Q | Equality | None] = {}
+        refused: list[ScimError] = []
+        for kind in ("users", "groups"):
+            try:
+                conditions[kind] = filter_plan(flt, resource_type=kind) if flt not in (None, "") else None
+            except ScimError as exc:
+                if exc.status != 400:
+                    raise  # 403 sensitive (password) is refused whatever the type
+                refused.append(exc)
+        if not conditions:
+            raise refused[0]
+        users_total, users = 0, []
+        if "users" in conditions:
+            users_total, users = scim_users_page(
+                directory=self.directory, condition=conditions["users"], start_index=start, count=count
+            )
+        groups_total, groups = 0, []
+        if "groups" in conditions:
+            groups_total, groups = scim_groups_page(
+                directory=self.directory,
+                condition=conditions["groups"],
+                start_index=max(1, start - users_total),
+                count=count - len(users),
+            )
+        resources = [projection.apply(user_resource(u)) for u in users] + self._groups_render(groups, projection)
+        return 200, _list_response(users_total + groups_total, start, resources)
 
     def group_get(self, group_id: Any) -> tuple[int, Any]:
         group = scim_group_get(directory=self.directory, group_id=group_id)
@@ -290,9 +311,16 @@ def _route(
                 raise not_found()
             return 200, found[0], []
         return 200, _list_response(len(items), 1, items), []
-    if resource_type == ".search":
-        # RFC 7644 §3.4.3: searching several resource types at once from the root is optional.
-        raise ScimError(501, "POST /.search across resource types is not supported; query /Users or /Groups.")
+    if resource_type == ".search" or (resource_type in ("users", "groups") and is_search(resource_id)):
+        # RFC 7644 §3.4.3: the body carries what a GET list takes as query parameters.
+        search = search_query(body)
+        check_query(search)
+        searcher = _Handler(directory, search)
+        if resource_type == "users":
+            return (*searcher.users_list(), [])
+        if resource_type == "groups":
+            return (*searcher.groups_list(), [])
+        return (*searcher.all_list(), [])
     if resource_type not in ("users", "groups"):
         raise not_found()
     users = resource_type == "users"
@@ -347,23 +375,29 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
         resource_type = str(request.get("resourceType") or "").strip("/").lower()
         resource_id = request.get("resourceId") or None
         query = request.get("query") or {}
+        directory_id = request.get("directoryId")
+        if not text_ok(directory_id):
+            raise ScimError(401, UNAUTHORIZED)  # cannot name a directory: the one 401 of every auth failure
         read = _first_read(method, resource_type, resource_id, query, request.get("body"))
-        directory = authenticate(request.get("directoryId"), request.get("apiSecret"), read=read)
+        directory = authenticate(directory_id, request.get("apiSecret"), read=read)
         if not isinstance(query, dict):
             raise invalid_value("query must be an object.")
-        allowed = allowed_methods(resource_type, bool(resource_id))
+        check_query(query)
+        allowed = allowed_methods(resource_type, resource_id)
         if allowed is not None and method not in allowed:
             raise ScimError(405, f"{method} is not allowed here; use {', '.join(allowed)}.")
+        if not text_ok(resource_id):
+            raise not_found()  # no id holds a NUL or a lone surrogate
         body = request.get("body")
         if read is not None and read.body is not None:
             body = read.body  # parsed and checked before authentication, for the read
-        elif resource_type not in ("users", "groups"):
-            body = None  # discovery and unknown routes answer 405/404/501 before looking at a body
+        elif resource_type not in ("users", "groups", ".search"):
+            body = None  # discovery and unknown routes answer 405/404 before looking at a body
         elif isinstance(body, bytes | str):
             body = parse_json(body) if method in ("POST", "PUT", "PATCH") else None
         elif body is not None:
-            check_json(body)
-        if method in ("POST", "PUT", "PATCH") and body is None and resource_type in ("users", "groups"):
+            check_document(body)
+        if method in ("POST", "PUT", "PATCH") and body is None and resource_type in ("users", "groups", ".search"):
             raise invalid_syntax("The request body is empty.")
         status, data, events = _route(directory, method, resource_type, resource_id, body, query, read)
     except ScimError as exc:

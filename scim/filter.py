@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scim.errors import ScimError, invalid_filter, invalid_path
+from scim.inputs import check_text, number_refused
 
 OPERATORS = frozenset({"eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le", "pr"})
 MAX_FILTER_LENGTH = 4096
@@ -121,9 +122,12 @@ class _Tokens:
                 if j >= n:
                     raise invalid_filter("Unterminated string in filter.")
                 try:
-                    self.items.append(("str", json.loads(text[i : j + 1])))
+                    literal = json.loads(text[i : j + 1])
                 except ValueError as exc:
                     raise invalid_filter("Invalid string literal in filter.") from exc
+                # Escapes are undone only here: "\u0000" or a lone "\ud800" must not reach the database.
+                check_text(literal, "A filter string", invalid_filter)
+                self.items.append(("str", literal))
                 i = j + 1
             else:
                 j = i
@@ -249,6 +253,9 @@ class _Parser:
         except ValueError:
             number = None
         if isinstance(number, int | float) and not isinstance(number, bool):
+            problem = number_refused(number)
+            if problem:
+                raise invalid_filter(f"The number {raw[:32]!r} {problem}.")
             return Compare(path, op, number)
         raise invalid_filter(f"Invalid value {raw!r}: strings must be quoted.")
 

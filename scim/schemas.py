@@ -165,9 +165,20 @@ def _index(attributes: list[dict[str, Any]]) -> dict[str, tuple[str, bool, dict[
     return index
 
 
+def _sub_types(attributes: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """lower-case name of a complex attribute → {canonical sub-attribute name: its SCIM type}."""
+    return {
+        attr["name"].lower(): {s["name"]: s["type"] for s in attr["subAttributes"]}
+        for attr in attributes
+        if attr.get("subAttributes")
+    }
+
+
 USER_INDEX = _index(USER_ATTRIBUTES) | {"externalid": ("externalId", False, None)}
 ENTERPRISE_INDEX = _index(ENTERPRISE_ATTRIBUTES)
 GROUP_INDEX = _index(GROUP_ATTRIBUTES) | {"externalid": ("externalId", False, None)}
+USER_SUB_TYPES = _sub_types(USER_ATTRIBUTES)
+ENTERPRISE_SUB_TYPES = _sub_types(ENTERPRISE_ATTRIBUTES)
 
 
 def _meta(resource_type: str, location: str) -> dict[str, str]:

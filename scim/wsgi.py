@@ -34,6 +34,7 @@ from django.core.handlers.wsgi import WSGIRequest, get_path_info
 from django.http import QueryDict
 from django.utils.http import parse_header_parameters
 
+from core.requestid import ENVIRON_KEY
 from scim.views import Request, scim_answer
 
 PREFIX = "/api/scim/v2.0/"
@@ -159,4 +160,5 @@ def _request(environ: dict[str, Any]) -> Request:
         authorization=environ.get("HTTP_AUTHORIZATION", ""),
         query=query,
         body=body,
+        request_id=environ.get(ENVIRON_KEY),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from directories.models import comparison_key
 from scim.errors import invalid_syntax, invalid_value
 from scim.filter import ENTERPRISE_SCHEMA
 from scim.schemas import ENTERPRISE_INDEX
@@ -55,40 +56,58 @@ def canonical_keys(doc: dict[str, Any], index: Index) -> dict[str, Any]:
 
 
 def check_string(value: Any, name: str, *, required: bool = False, limit: int | None = MAX_STRING) -> None:
+    """A string attribute bound for a column of `limit` characters. The limit holds for the value as sent
+    and for its comparison form (NFC + case folding, `comparison_key`): the uniqueness columns store
+    that form, which can be longer ("ß" folds to "ss", "ﬃ" to "ffi")."""
     if value is None and not required:
         return
     if not isinstance(value, str) or (required and not value.strip()):
         raise invalid_value(f"{name} must be a {'non-empty ' if required else ''}string.")
-    if limit is not None and len(value) > limit:
-        raise invalid_value(f"{name} must be at most {limit} characters.")
+    if limit is not None and (len(value) > limit or len(comparison_key(value)) > limit):
+        raise invalid_value(f"{name} must be at most {limit} characters, also once normalised (NFC and case folding).")
 
 
-def check_known_types(doc: dict[str, Any], index: Index, prefix: str = "") -> None:
-    """Known attributes must have the shape their schema gives them (INTEROP E10: actionable 400s)."""
+def _check_sub(label: str, value: Any, kind: str | None) -> None:
+    """A sub-attribute's value against its published type (None: a sub-attribute the schema does not
+    name, kept as sent)."""
+    if value is None or kind is None:
+        return
+    if kind == "boolean":
+        # Entra's legacy job sends booleans as the strings "True"/"False" (INTEROP E2).
+        if not isinstance(value, bool) and not (isinstance(value, str) and value.lower() in ("true", "false")):
+            raise invalid_value(f"{label} must be a boolean.")
+    elif not isinstance(value, str):
+        raise invalid_value(f"{label} must be a string.")
+
+
+def check_known_types(
+    doc: dict[str, Any], index: Index, sub_types: dict[str, dict[str, str]], prefix: str = ""
+) -> None:
+    """Known attributes must have the shape their schema gives them (INTEROP E10: actionable 400s):
+    a multi-valued complex attribute is an array of non-empty objects, a complex one an object, and
+    every sub-attribute the schema names has its type. Run on every document before it is stored, so a
+    PATCH cannot leave what a POST would refuse."""
     for key, value in doc.items():
         info = index.get(key.lower())
         if info is None or value is None or key == "active":
             continue
         name, multi, subs = info
         label = prefix + name
+        types = sub_types.get(name.lower(), {})
         if multi:
             if not isinstance(value, list):
                 raise invalid_value(f"{label} must be an array.")
             if subs:
                 for item in value:
-                    if not isinstance(item, dict):
-                        raise invalid_value(f"Each element of {label} must be an object.")
+                    if not isinstance(item, dict) or not item:
+                        raise invalid_value(f"Each element of {label} must be an object with its sub-attributes.")
                     for sub_key, sub_value in item.items():
-                        if sub_key == "primary" and not isinstance(sub_value, bool | str):
-                            raise invalid_value(f"{label}.primary must be a boolean.")
-                        if sub_key in ("value", "type", "display") and not isinstance(sub_value, str | None):
-                            raise invalid_value(f"{label}.{sub_key} must be a string.")
+                        _check_sub(f"{label}.{sub_key}", sub_value, types.get(sub_key))
         elif subs:
             if not isinstance(value, dict):
                 raise invalid_value(f"{label} must be an object.")
             for sub_key, sub_value in value.items():
-                if sub_key in subs.values() and not isinstance(sub_value, str | None):
-                    raise invalid_value(f"{label}.{sub_key} must be a string.")
+                _check_sub(f"{label}.{sub_key}", sub_value, types.get(sub_key))
         elif index is not ENTERPRISE_INDEX and not isinstance(value, str):
             raise invalid_value(f"{label} must be a string.")
 

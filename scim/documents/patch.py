@@ -8,7 +8,7 @@ from typing import Any
 from directories.models import comparison_key
 from scim.documents.common import READ_ONLY, Index, key_of
 from scim.errors import invalid_path, invalid_syntax, invalid_value, mutability, no_target
-from scim.filter import ENTERPRISE_SCHEMA, And, Compare, Node, PatchPath, matches, parse_patch_path
+from scim.filter import ENTERPRISE_SCHEMA, And, Compare, Node, Not, Or, PatchPath, matches, parse_patch_path
 from scim.schemas import PATCH_SCHEMA
 
 
@@ -146,6 +146,8 @@ class DocumentPatcher:
         dotted = ppath.attr.sub
         sub_name = self._sub_name(subs, dotted or ppath.sub, ppath)
         if ppath.element_filter is not None:
+            if subs is not None:
+                _check_filter_names(ppath.element_filter, subs, ppath)
             self._apply_filtered(op, container, key, ppath.element_filter, sub_name, value, multi)
         elif dotted:
             self._apply_sub(op, container, key, sub_name or dotted, value)
@@ -168,7 +170,8 @@ class DocumentPatcher:
         current = container.get(key)
         if op == "remove":
             if has_value and multi and isinstance(current, list) and isinstance(value, list):
-                container[key] = [item for item in current if not any(_same(item, v) for v in value)]
+                gone = _Elements(value)
+                container[key] = [item for item in current if not gone.has(item)]
             else:
                 container.pop(key, None)
             return
@@ -177,11 +180,11 @@ class DocumentPatcher:
         if multi:
             items = value if isinstance(value, list) else [value]
             if op == "add" and isinstance(current, list):
-                merged = list(current)
+                merged = _Elements(current)
                 for item in items:
-                    if not any(_same(item, existing) for existing in merged):
-                        merged.append(item)
-                items = merged
+                    if not merged.has(item):
+                        merged.add(item)
+                items = merged.items
             primaries = [i for i, item in enumerate(items) if isinstance(item, dict) and item.get("primary") is True]
             if len(primaries) > 1:
                 # RFC 7643 §2.4: at most one element may be primary; the one added last wins.
@@ -216,7 +219,7 @@ class DocumentPatcher:
         if current is not None and not isinstance(current, list):
             raise invalid_path(f"{key} is not multi-valued; value filters apply to multi-valued attributes.")
         items = list(current or [])
-        hits = [i for i, item in enumerate(items) if matches(flt, item)]
+        hits = {i for i, item in enumerate(items) if matches(flt, item)}
         if op == "remove":
             if sub:
                 for i in hits:
@@ -255,6 +258,24 @@ class DocumentPatcher:
         container[key] = items
 
 
+def _check_filter_names(node: Node, subs: dict[str, str], ppath: PatchPath) -> None:
+    """A value filter names sub-attributes of the attribute it filters (RFC 7644 §3.5.2: a path that
+    names no attribute is invalidPath); `emails[foo eq "x"]` would otherwise build an element with a
+    made-up `foo`."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, And | Or):
+            stack += [item.left, item.right]
+        elif isinstance(item, Not):
+            stack.append(item.inner)
+        elif isinstance(item, Compare):
+            if item.path.schema is not None or item.path.sub is not None or item.path.attr not in subs:
+                raise invalid_path(f"Unknown sub-attribute {item.path.text!r} in {ppath.attr.text!r}[…].")
+        else:
+            raise invalid_path(f"Nested value filters are not allowed in {ppath.attr.text!r}[…].")
+
+
 def _is_schema_urn(lowered: str) -> bool:
     """An extension URN as a key of a path-less value (e.g. a custom `urn:…:User` object)."""
     return lowered.rsplit(":", 1)[-1] in ("user", "group") or lowered.count(":") >= 4
@@ -267,6 +288,34 @@ def _set_or_pop(obj: dict[str, Any], sub: str, value: Any, *, remove: bool) -> N
             obj.pop(existing)
     else:
         obj[existing or sub] = value
+
+
+class _Elements:
+    """Elements of a multi-valued attribute, bucketed so that `has` (the `_same` test) compares an element
+    only with those that can be the same: linear in the number of elements, where comparing each with
+    all would be quadratic (an add of 20,000 emails in one body)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items: list[Any] = []
+        self._buckets: dict[Any, list[Any]] = {}
+        for item in items:
+            self.add(item)
+
+    @staticmethod
+    def _bucket(item: Any) -> Any:
+        value = item.get("value") if isinstance(item, dict) else item
+        if isinstance(value, str):
+            return ("str", comparison_key(value))
+        if value is None or isinstance(value, bool | int | float):
+            return ("scalar", isinstance(item, dict), value)
+        return ("other",)  # lists and objects as values: few, compared one by one
+
+    def has(self, item: Any) -> bool:
+        return any(_same(item, existing) for existing in self._buckets.get(self._bucket(item), ()))
+
+    def add(self, item: Any) -> None:
+        self.items.append(item)
+        self._buckets.setdefault(self._bucket(item), []).append(item)
 
 
 def _same(a: Any, b: Any) -> bool:

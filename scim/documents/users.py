@@ -12,7 +12,7 @@ from scim.documents.patch import DocumentPatcher
 from scim.errors import invalid_value
 from scim.filter import ENTERPRISE_SCHEMA, USER_SCHEMA
 from scim.filter_query import emails_index
-from scim.schemas import ENTERPRISE_INDEX, USER_INDEX
+from scim.schemas import ENTERPRISE_INDEX, ENTERPRISE_SUB_TYPES, USER_INDEX, USER_SUB_TYPES
 
 
 @dataclass
@@ -47,10 +47,15 @@ def user_finalize(
         doc.pop(key)  # null means "no value" (RFC 7644 §3.3.1 treats it as unassigned)
     check_string(doc.get("userName"), "userName", required=True)
     check_string(doc.get("externalId"), "externalId")
-    check_known_types(doc, USER_INDEX)
+    check_known_types(doc, USER_INDEX, USER_SUB_TYPES)
     ext = doc.get(ENTERPRISE_SCHEMA)
     if ext is not None and not isinstance(ext, dict):
         raise invalid_value(f"{ENTERPRISE_SCHEMA} must be an object.")
+    if ext:
+        if isinstance(ext.get("manager"), str):
+            # Entra writes the manager as a bare id; PATCH already stores it as the schema's object.
+            ext = doc[ENTERPRISE_SCHEMA] = {**ext, "manager": {"value": ext["manager"]}}
+        check_known_types(ext, ENTERPRISE_INDEX, ENTERPRISE_SUB_TYPES, prefix=f"{ENTERPRISE_SCHEMA}:")
     if "active" not in doc and default_active is not None:
         doc["active"] = default_active
     active = coerce_active(doc["active"]) if "active" in doc else True

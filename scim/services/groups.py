@@ -39,7 +39,7 @@ def _require_users(wanted: list[uuid.UUID], users: dict[uuid.UUID, DirectoryUser
 
 def _check_members(*, directory: Directory, plan: MemberPlan) -> dict[uuid.UUID, DirectoryUser]:
     """The users a plan adds (all must belong to this directory) and removes, by id, in one query."""
-    wanted = plan.referenced() + [i for i in plan.remove if i not in plan.referenced()]
+    wanted = list(dict.fromkeys([*plan.referenced(), *plan.remove]))
     users = scim_directory_users_by_id(directory=directory, user_ids=wanted, lock=True)
     _require_users(plan.referenced(), users)
     return users

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import orjson
@@ -120,3 +121,58 @@ def hooked_directory(db, outbox_kept) -> Directory:  # noqa: ANN001
 @pytest.fixture
 def scim_hooked(hooked_directory: Directory) -> Scim:
     return Scim(hooked_directory)
+
+
+def rows_of(directory: Directory) -> dict[str, list[dict[str, Any]]]:
+    """Every row a SCIM request can change for `directory`: users, groups, memberships and the outbox,
+    in a fixed order, so that two snapshots compare equal exactly when nothing changed."""
+    from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
+    from webhooks.models import WebhookEvent
+
+    return {
+        "users": list(DirectoryUser.objects.filter(directory=directory).order_by("id").values()),
+        "groups": list(DirectoryGroup.objects.filter(directory=directory).order_by("id").values()),
+        "members": list(
+            GroupMembership.objects.filter(group__directory=directory).order_by("group_id", "user_id").values()
+        ),
+        "outbox": list(WebhookEvent.objects.filter(directory_id=directory.id).order_by("id").values()),
+    }
+
+
+def assert_scim_error(status: int, body: Any, expected: int, scim_type: str | None = None) -> dict[str, Any]:
+    """An RFC 7644 §3.12 error body with this status (and scimType, when given)."""
+    assert status == expected, body
+    assert body["schemas"] == [ERROR_URN] and body["status"] == str(expected) and body["detail"], body
+    if scim_type is not None:
+        assert body.get("scimType") == scim_type, body
+    return body
+
+
+def wsgi_run(app: Any, path: str, *, method: str = "GET", body: bytes = b"", query: str = "", **environ: str) -> Any:
+    """One request through a WSGI app, as a server makes it: (status line, sorted headers, body)."""
+    env = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_TYPE": SCIM_CT if body else "",
+        **environ,
+    }
+    seen: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        seen["status"], seen["headers"] = status, sorted(headers)
+
+    chunks = app(env, start_response)
+    try:
+        out = b"".join(chunks)
+    finally:
+        getattr(chunks, "close", lambda: None)()
+    return seen["status"], seen["headers"], out

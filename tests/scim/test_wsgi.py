@@ -13,10 +13,12 @@ from typing import Any
 import orjson
 import pytest
 from django.conf import settings
+from django.db import OperationalError
 
 from config.wsgi import SurfaceApplication, application
 from directories.models import Directory, DirectoryUser
 from tests.scim.conftest import SCIM_CT, user_body
+from tests.scim.conftest import wsgi_run as run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -97,36 +99,6 @@ def test_scim_paths_still_check_the_host(directory_a: Directory, settings: Any) 
 # --- scim.wsgi: SCIM requests answered without Django's handler -------------------------------------
 
 
-def run(app: Any, path: str, *, method: str = "GET", body: bytes = b"", query: str = "", **environ: str) -> Any:
-    """One request through a WSGI app: (status line, sorted headers, body)."""
-    env = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80",
-        "HTTP_HOST": "testserver",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": io.StringIO(),
-        "CONTENT_LENGTH": str(len(body)),
-        "CONTENT_TYPE": SCIM_CT if body else "",
-        **environ,
-    }
-    seen: dict[str, Any] = {}
-
-    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
-        seen["status"], seen["headers"] = status, sorted(headers)
-
-    chunks = app(env, start_response)
-    try:
-        out = b"".join(chunks)
-    finally:
-        getattr(chunks, "close", lambda: None)()
-    return seen["status"], seen["headers"], out
-
-
 class Counting:
     """The Django handler behind scim.wsgi, counting the requests handed to it."""
 
@@ -150,7 +122,10 @@ def fast() -> Any:
 
 
 def same_answer(fast: Any, path: str, **request: Any) -> tuple[str, bytes]:
-    """The request through scim.wsgi and through Django's handler: the same status, headers and body."""
+    """The request through scim.wsgi and through Django's handler: the same status, headers and body.
+    Both echo the request's X-Request-Id (a fixed one unless the case sends its own), so the headers
+    compare equal."""
+    request.setdefault("HTTP_X_REQUEST_ID", "same-answer-1")
     ours = run(fast, path, **request)
     django_answer = run(application.scim.fallback, path, **request)
     assert ours == django_answer, (path, request)
@@ -166,6 +141,8 @@ def test_scim_wsgi_answers_as_django_does(directory_a: Directory, directory_b: D
     patch = orjson.dumps(
         {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "replace", "value": {}}]}
     )
+    big = b'{"userName": "n@x.io", "x": 18446744073709551616}'
+    search = orjson.dumps({"schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"], "count": 2})
     for name in ("ann@x.io", "bob@x.io", "cy@x.io"):  # so that a page of 1 and a page of 2 differ
         assert run(fast, f"{base}/Users", method="POST", body=orjson.dumps(user_body(name)), **auth)[0] == "201 Created"
     cases: list[tuple[str, dict[str, Any], int]] = [
@@ -190,8 +167,29 @@ def test_scim_wsgi_answers_as_django_does(directory_a: Directory, directory_b: D
         (base, auth, 404),
         (f"{base}/Users/" + "é".encode().decode("latin-1"), auth, 404),  # PATH_INFO as a server gives it
         (f"{base}/Users", {**auth, "query": "&".join(f"p{i}=1" for i in range(1001))}, 400),  # too many fields
+        # The hardening cases: each must be the same SCIM answer through both entries.
+        (f"{base}/Users", {**auth, "query": "filter=userName%20eq%20%22%5Cu0000%22"}, 400),
+        (f"{base}/Groups", {**auth, "query": "filter=displayName%20eq%20%22%5Cud800%22"}, 400),
+        (f"{base}/Users", {**auth, "query": "startIndex=18446744073709551616&count=99999999999999999999"}, 200),
+        (f"{base}/Users", {**auth, "query": "count=1_0"}, 400),
+        (f"{base}/Users", {**auth, "method": "POST", "body": big}, 400),
+        (f"{base}/Groups", {**auth, "method": "POST", "body": orjson.dumps({"displayName": "ﬃ" * 200})}, 400),
+        (f"{base}/Users", {**auth, "method": "POST", "body": orjson.dumps(user_body("ß" * 300))}, 400),
+        (f"{base}/Users/.search", {**auth, "method": "POST", "body": search}, 200),
+        (f"{base}/Groups/.search", {**auth, "method": "POST", "body": search}, 200),
+        (f"{base}/.search", {**auth, "method": "POST", "body": search}, 200),
+        (f"{base}/.search", {**auth, "method": "POST", "body": b'{"sortBy": "userName"}'}, 400),
+        (f"{base}/Users/.search", auth, 405),  # Allow: POST
+        (f"{base}/Users/%00", auth, 404),
+        (f"{base}/Users", {**auth, "HTTP_X_REQUEST_ID": "lb-42"}, 200),
+        (f"{base}/Users", {**auth, "HTTP_X_REQUEST_ID": "bad id\n"}, 200),  # replaced: compared without it below
     ]
     for path, request, status in cases:
+        if request.get("HTTP_X_REQUEST_ID", "").startswith("bad"):
+            ours, theirs = run(fast, path, **request), run(application.scim.fallback, path, **request)
+            ours_id, theirs_id = dict(ours[1])["X-Request-Id"], dict(theirs[1])["X-Request-Id"]
+            assert len(ours_id) == len(theirs_id) == 32 and ours[2] == theirs[2]
+            continue
         status_line, _body = same_answer(fast, path, **request)
         assert int(status_line.split()[0]) == status, (path, request)
     assert fast.fallback_calls() == 0  # every one of them was answered by scim.wsgi
@@ -263,3 +261,27 @@ def test_scim_wsgi_leaves_settings_it_does_not_cover_to_django(
     setattr(settings, setting, value)
     run(fast, f"/api/scim/v2.0/{directory_a.id}/Users", HTTP_AUTHORIZATION=f"Bearer {directory_a.scim_secret}")
     assert fast.fallback_calls() == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [(RuntimeError("boom"), 500), (OperationalError("the database system is shutting down"), 503)],
+)
+def test_scim_wsgi_and_django_give_the_same_funnel_answers(
+    directory_a: Directory, fast: Any, monkeypatch: pytest.MonkeyPatch, error: Exception, status: int
+) -> None:
+    import scim.api
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(scim.api, "_route", failing)
+    base = f"/api/scim/v2.0/{directory_a.id}"
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
+    status_line, body = same_answer(fast, f"{base}/Users", HTTP_X_REQUEST_ID="funnel-1", **auth)
+    assert int(status_line.split()[0]) == status
+    document = orjson.loads(body)
+    assert document["status"] == str(status) and "funnel-1" in document["detail"]
+    headers = dict(run(fast, f"{base}/Users", **auth)[1])
+    assert headers["Content-Type"] == SCIM_CT and headers["X-Request-Id"]
+    assert (headers.get("Retry-After") == "5") is (status == 503)

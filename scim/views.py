@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from core.logfilters import mark_logged
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
 from scim.api import MAX_BODY_BYTES, allowed_methods, scim_request
 from scim.errors import ScimError, invalid_syntax
@@ -141,7 +142,7 @@ def scim_view(request: HttpRequest, directory_id: str, resource: str = "", resou
     response = HttpResponse(body, status=status, content_type=CONTENT_TYPE)
     if status >= 500:
         # scim_answer logged it once, with the request id; django.request would log a second line.
-        response._has_been_logged = True  # type: ignore[attr-defined]
+        mark_logged(request)
     for name, value in headers[1:]:  # the first is the Content-Type, set above
         response[name] = value
     return response

@@ -99,13 +99,6 @@ class Idp:
         client.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="while PostgreSQL is down SCIM answers 500 with a traceback per request, and a drain whose "
-    "connection dropped leaves the events it sent `sending` (reported worker lost): fixed in parallel "
-    "branches (503 + Retry-After in the SCIM/REST error funnels; outcomes recorded after a reconnect in "
-    "webhooks/services/delivery.py)",
-)
 def test_database_stopped_under_write_load(stack: Stack) -> None:
     roster, pg = stack.roster, stack.pg
     with receiver_running(slow_seconds=0.5) as receiver:

@@ -1,4 +1,4 @@
-"""REST routes (SPEC §3). `/api/v1/dsync/…` is an alias of `/api/v1/directory-sync/…`.
+"""REST routes (contract §3). `/api/v1/dsync/…` is an alias of `/api/v1/directory-sync/…`.
 
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
 `<directory_id>/events` belongs to webhooks.urls (the delivery log).

@@ -1,4 +1,4 @@
-"""The SCIM request processor, usable without HTTP (SPEC §4 embedding API).
+"""The SCIM request processor, usable without HTTP (contract §4 embedding API).
 
     from scim.api import scim_request
     result = scim_request({"method": "GET", "directoryId": "…", "apiSecret": "…",
@@ -8,7 +8,7 @@
     result == {"status": 200, "data": {…ListResponse…}}
 
 The HTTP views (scim/views.py) are thin adapters over `scim_request`. `callback`, when given, is
-called with each SPEC §5 event payload after the change has committed.
+called with each contract §5 event payload after the change has committed.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _json_fallback(raw: bytes, exc: Exception) -> Any:
 
 
 def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = None) -> Directory:
-    """The directory whose SCIM secret this is. Every failure is the same 401 (INTEROP T1, O9).
+    """The directory whose SCIM secret this is. Every failure is the same 401 (interop T1, O9).
 
     `read`: the request's first read, fetched in the same query as the directory (its rows are used
     only after this check passes)."""
@@ -358,7 +358,7 @@ def _route(
             )
         projection = _projection(query)
         if method == "PATCH" and not projection.attributes:
-            # Entra prefers 204 for group PATCH and never needs the member list back (INTEROP E8).
+            # Entra prefers 204 for group PATCH and never needs the member list back (interop E8).
             return 204, None, events
         return 200, handler._groups_render([group], projection)[0], events
     raise ScimError(405, f"{method} is not allowed on this resource.")

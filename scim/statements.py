@@ -5,7 +5,7 @@ Through an atomic block, creating a user costs five round trips to the database 
 the outbox INSERT, COMMIT, after the authentication SELECT), and adding a member seven. Here the
 change and its webhook events are one statement built from data-modifying WITH queries, which
 PostgreSQL runs as a transaction of its own: the change and its events commit together or not at
-all, as the outbox requires (SPEC §5). `directories.rows.statement_run` runs it.
+all, as the outbox requires (contract §5). `directories.rows.statement_run` runs it.
 
 Writes to an existing row read it first without a lock and make the statement conditional on the
 row being as it was read (an optimistic check on `updated_at`, or on the group's name and document).

@@ -1,4 +1,4 @@
-"""SCIM 2.0 routes under /api/scim/v2.0/<directory_id>/ (SPEC §4)."""
+"""SCIM 2.0 routes under /api/scim/v2.0/<directory_id>/ (contract §4)."""
 
 from __future__ import annotations
 

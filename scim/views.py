@@ -2,7 +2,7 @@
 
 `scim_answer` is the adapter; `scim_view` feeds it from Django's request, scim.wsgi straight from the
 WSGI environ (the path production takes). Every answer, errors included, is `application/scim+json`
-(INTEROP E11). Body size and content type are checked before anything else so that a huge or non-JSON
+(interop E11). Body size and content type are checked before anything else so that a huge or non-JSON
 body is never read into the processor.
 """
 

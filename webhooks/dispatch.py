@@ -44,7 +44,7 @@ the SCIM request that made the change, so it must be cheap and must never raise.
   drain per key at a time: a kick for a key whose drain is queued or running here sets its dirty flag,
   and the drain checks the flag under the lock before it exits. Chosen over running the delivery in
   `on_commit` because that would hold the identity provider's response for up to WEBHOOK_TIMEOUT per
-  event (exactly the Jackson defect SPEC §8 names), and over a thread per event because a fixed pool
+  event (exactly the Jackson defect contract §8 names), and over a thread per event because a fixed pool
   bounds concurrency and database connections. Each job closes its own thread's database connections
   when done, which also keeps SQLite's file locks short. When IN_PROCESS_BACKLOG keys are already
   queued, the events are left `pending` for the sweep instead of growing memory without bound. The

@@ -1,4 +1,4 @@
-"""The webhook outbox and the delivery log (SPEC §5).
+"""The webhook outbox and the delivery log (contract §5).
 
 `WebhookEvent` rows are written in the same transaction as the change they describe, so a committed
 change always has its event. `body` holds the exact JSON bytes that are signed and sent.
@@ -46,7 +46,7 @@ class WebhookEvent(models.Model):
 
 
 class WebhookDelivery(models.Model):
-    """One delivery attempt, kept only when the directory has `log_webhook_events` on (SPEC §5).
+    """One delivery attempt, kept only when the directory has `log_webhook_events` on (contract §5).
 
     The row copies what it needs from the outbox event (id, type, payload), so the outbox row can be
     purged independently. It cascades with its directory: deleting a directory deletes its log.

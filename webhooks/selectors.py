@@ -1,4 +1,4 @@
-"""Reads on the webhook delivery log, always scoped by directory (STYLE: selectors do every read)."""
+"""Reads on the webhook delivery log, always scoped by directory (selectors do every read, docs/architecture.md)."""
 
 from __future__ import annotations
 

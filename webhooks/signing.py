@@ -1,4 +1,4 @@
-"""The `Roster-Signature` header (SPEC §5): t=<unix seconds>,s=<hex HMAC-SHA256(secret, "<t>.<body>")>.
+"""The `Roster-Signature` header (contract §5): t=<unix seconds>,s=<hex HMAC-SHA256(secret, "<t>.<body>")>.
 
 The timestamp is inside the signed message, so a captured request cannot be replayed later with a
 fresh `t`; receivers bound the age with a tolerance (webhooks/verify.py, 5 minutes by default).

@@ -1,5 +1,4 @@
-"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch, taking ids and bounded in time
-(STYLE)."""
+"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch, taking ids and bounded in time."""
 
 from __future__ import annotations
 

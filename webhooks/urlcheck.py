@@ -1,4 +1,4 @@
-"""Which webhook endpoints Roster may call: http/https only, public addresses only (SPEC §5, INTEROP S1-S5).
+"""Which webhook endpoints Roster may call: http/https only, public addresses only (contract §5, interop S1-S5).
 
 Two checks share one address policy (`address_is_public`):
 - at save time, `validate_webhook_url` refuses a URL whose host is, or resolves to, a non-public
@@ -49,7 +49,7 @@ class BlockedAddress(Exception):
 def address_is_public(ip: IPAddress) -> bool:
     """True when `ip` is a globally routable unicast address that is safe to call from the server.
 
-    `is_global` is the base (INTEROP S2: not `is_private`, which misses 100.64/10), and the address
+    `is_global` is the base (interop S2: not `is_private`, which misses 100.64/10), and the address
     forms that embed an IPv4 address are judged by the IPv4 address they lead to.
     """
     if isinstance(ip, ipaddress.IPv6Address):
@@ -136,7 +136,7 @@ def validate_webhook_url(url: str, *, field: str = "webhook_url") -> None:
     if not parts.hostname:
         raise ValidationFailed(f"{field} must include a host name.", field=field)
     if parts.username is not None or parts.password is not None:
-        # INTEROP S1: credentials in the URL would be logged and shown; the signature authenticates.
+        # interop S1: credentials in the URL would be logged and shown; the signature authenticates.
         raise ValidationFailed(f"{field} must not contain a user name or password.", field=field)
     if private_networks_allowed():
         return

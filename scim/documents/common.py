@@ -24,7 +24,7 @@ def key_of(obj: dict[str, Any], name: str) -> str | None:
 
 
 def coerce_active(value: Any) -> bool:
-    """`active` as a boolean; Entra's legacy job sends the strings "True"/"False" (INTEROP E2)."""
+    """`active` as a boolean; Entra's legacy job sends the strings "True"/"False" (interop E2)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -73,7 +73,7 @@ def _check_sub(label: str, value: Any, kind: str | None) -> None:
     if value is None or kind is None:
         return
     if kind == "boolean":
-        # Entra's legacy job sends booleans as the strings "True"/"False" (INTEROP E2).
+        # Entra's legacy job sends booleans as the strings "True"/"False" (interop E2).
         if not isinstance(value, bool) and not (isinstance(value, str) and value.lower() in ("true", "false")):
             raise invalid_value(f"{label} must be a boolean.")
     elif not isinstance(value, str):
@@ -83,7 +83,7 @@ def _check_sub(label: str, value: Any, kind: str | None) -> None:
 def check_known_types(
     doc: dict[str, Any], index: Index, sub_types: dict[str, dict[str, str]], prefix: str = ""
 ) -> None:
-    """Known attributes must have the shape their schema gives them (INTEROP E10: actionable 400s):
+    """Known attributes must have the shape their schema gives them (interop E10: actionable 400s):
     a multi-valued complex attribute is an array of non-empty objects, a complex one an object, and
     every sub-attribute the schema names has its type. Run on every document before it is stored, so a
     PATCH cannot leave what a POST would refuse."""

@@ -29,7 +29,7 @@ def group_finalize(doc: dict[str, Any], group_id: Any) -> tuple[dict[str, Any], 
     if not isinstance(schemas, list) or not all(isinstance(s, str) for s in schemas):
         schemas = [GROUP_SCHEMA]
     if GROUP_SCHEMA not in schemas:
-        # Entra adds the Microsoft ADSCIM group URN (INTEROP E12); kept, with the core URN added.
+        # Entra adds the Microsoft ADSCIM group URN (interop E12); kept, with the core URN added.
         schemas = [GROUP_SCHEMA, *schemas]
     raw = {"schemas": schemas, "id": str(group_id), **{k: v for k, v in doc.items() if k != "schemas"}}
     columns = {
@@ -147,7 +147,7 @@ def group_patch(raw: dict[str, Any], operations: list[tuple[str, Any, Any, bool]
                     raise invalid_path(f'{op} with a members[…] filter is not supported; use path "members".')
                 plan.do_remove(_member_filter_ids(ppath.element_filter))
             elif op == "remove":
-                # Entra's legacy form: {"op":"Remove","path":"members","value":[{"value":id}]} (INTEROP E5);
+                # Entra's legacy form: {"op":"Remove","path":"members","value":[{"value":id}]} (interop E5);
                 # without a value, remove every member (RFC 7644 §3.5.2.2).
                 if has_value and value not in (None, []):
                     plan.do_remove(member_ids(value, strict=False))

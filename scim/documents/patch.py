@@ -61,7 +61,7 @@ class DocumentPatcher:
         for key, item in value.items():
             lowered = key.lower()
             if lowered in ("id", "meta", "schemas") or lowered in skip:
-                continue  # Okta sends {"id": …, "displayName": …}; id and meta are readOnly (INTEROP O13)
+                continue  # Okta sends {"id": …, "displayName": …}; id and meta are readOnly (interop O13)
             if lowered in self.extensions or (
                 lowered.startswith("urn:") and isinstance(item, dict) and _is_schema_urn(lowered)
             ):
@@ -72,7 +72,7 @@ class DocumentPatcher:
                         continue
                     self.apply(op, parse_patch_path(f"{key}:{sub_key}"), sub_value, True, lenient=True)
                 continue
-            # Entra's path-less replace carries dotted keys such as "name.givenName" (INTEROP E3).
+            # Entra's path-less replace carries dotted keys such as "name.givenName" (interop E3).
             self.apply(op, parse_patch_path(key), item, True, lenient=True)
 
     def _container(self, ppath: PatchPath, *, create: bool) -> tuple[dict[str, Any] | None, Index | None]:

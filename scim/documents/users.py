@@ -36,7 +36,7 @@ def user_finalize(
     """Validate a complete user document and derive the indexed columns; returns (raw, columns).
 
     A document without `active` keeps it out of `raw` (a PATCH may remove it) while the column says
-    true (SPEC §3 default); `default_active` writes a value into the document instead (POST, PUT).
+    true (contract §3 default); `default_active` writes a value into the document instead (POST, PUT).
     """
     doc = canonical_keys(doc, USER_INDEX)
     for key in list(doc):

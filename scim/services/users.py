@@ -97,7 +97,7 @@ def scim_user_replace(
     def build(user: DirectoryUser) -> dict[str, Any]:
         doc = dict(body)
         if not any(k.lower() == "active" for k in doc) and "active" in user.raw:
-            doc["active"] = user.active  # decision: PUT without `active` keeps it (INTEROP O10)
+            doc["active"] = user.active  # decision: PUT without `active` keeps it (interop O10)
         return doc
 
     return _user_write(directory=directory, user_id=user_id, build=build, known=known)

@@ -1,4 +1,4 @@
-"""Admin API authentication: the `id= token= admin_token=` header and the Bearer JWT (SPEC §6)."""
+"""Admin API authentication: the `id= token= admin_token=` header and the Bearer JWT (contract §6)."""
 
 from __future__ import annotations
 

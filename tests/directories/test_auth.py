@@ -1,4 +1,4 @@
-"""API keys on every /api/v1 route (SPEC §1): env keys, database keys, revoked keys, bad headers."""
+"""API keys on every /api/v1 route (contract §1): env keys, database keys, revoked keys, bad headers."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_only_a_hash_of_a_database_key_is_stored(db_key: str) -> None:
 
 
 def test_a_scim_secret_is_not_an_api_key(directory_a: Directory) -> None:
-    # INTEROP T5: each credential works only on its own surface.
+    # interop T5: each credential works only on its own surface.
     response = Client(HTTP_AUTHORIZATION=f"Bearer {directory_a.scim_secret}").get(f"/api/v1/dsync/{directory_a.id}")
     assert response.status_code == 401
 

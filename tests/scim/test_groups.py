@@ -97,14 +97,14 @@ def test_patch_add_remove_replace_members(scim_hooked: Scim, users: list[str]) -
     )
     assert status == 204 and body is None
     assert _members(gid) == {users[0], users[1]}
-    # Okta: remove by filter path plus add, in one atomic request (INTEROP O13)
+    # Okta: remove by filter path plus add, in one atomic request (interop O13)
     status, _ = scim_hooked.ops(
         f"/Groups/{gid}",
         {"op": "remove", "path": f'members[value eq "{users[0]}"]'},
         {"op": "add", "path": "members", "value": [{"value": users[2]}]},
     )
     assert status == 204 and _members(gid) == {users[1], users[2]}
-    # Entra legacy remove with a value list (INTEROP E5)
+    # Entra legacy remove with a value list (interop E5)
     scim_hooked.ops(f"/Groups/{gid}", {"op": "Remove", "path": "members", "value": [{"value": users[1]}]})
     assert _members(gid) == {users[2]}
     # replace with a full list has set semantics

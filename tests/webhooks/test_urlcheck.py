@@ -1,4 +1,4 @@
-"""Save-time webhook URL checks and the shared address policy (INTEROP S1, S2)."""
+"""Save-time webhook URL checks and the shared address policy (interop S1, S2)."""
 
 from __future__ import annotations
 

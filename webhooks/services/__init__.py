@@ -1,4 +1,4 @@
-"""Webhook writes (STYLE: services do every write), split by topic:
+"""Webhook writes (services do every write, docs/architecture.md), split by topic:
 
 - `recording`: events into the outbox, in the caller's transaction, with one drain kick after commit;
 - `delivery`: claiming a directory's events in batches and making each one's single attempt;

@@ -1,5 +1,5 @@
 """Delivering outbox events: claim a batch of one directory's events, make each one's single attempt in
-order, record the outcomes in as few statements as possible (SPEC §5).
+order, record the outcomes in as few statements as possible (contract §5).
 
 Guarantees, in terms of `WebhookEvent.state`:
 - `pending` -> `sending` is the claim: one conditional UPDATE, exclusive per row (PostgreSQL: the

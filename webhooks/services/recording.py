@@ -1,5 +1,5 @@
 """Recording webhook events in the outbox, in the caller's transaction, and asking for delivery after
-commit: one kick per (directory, target) per transaction, not one per event (SPEC §5)."""
+commit: one kick per (directory, target) per transaction, not one per event (contract §5)."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def events_prepare(*, directory: Directory, events: list[tuple[str, dict[str, An
 
 
 def events_record(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Record a batch of (event_type, data) for one directory; returns the SPEC §5 payloads.
+    """Record a batch of (event_type, data) for one directory; returns the contract §5 payloads.
 
     Must run inside the transaction that makes the change. Rows are written only when the
     directory has a webhook; delivery is asked for after commit.

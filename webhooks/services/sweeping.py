@@ -1,4 +1,4 @@
-"""The sweep (events a broker or worker outage left behind) and the purge (log retention), SPEC §5."""
+"""The sweep (events a broker or worker outage left behind) and the purge (log retention), contract §5."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
 
 def _event_worker_lost(event_id: uuid.UUID) -> int:
     """`sending` -> `failed` ("worker lost"): the attempt's outcome is unknown, and it is not retried
-    because the receiver may well have got it (SPEC §5: a failed delivery is never retried)."""
+    because the receiver may well have got it (contract §5: a failed delivery is never retried)."""
     reason = "worker lost: the attempt was interrupted and its outcome is unknown"
     with transaction.atomic():
         # Conditional update, so a sweep racing a slow-but-alive worker's finish changes nothing twice.

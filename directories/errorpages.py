@@ -32,12 +32,12 @@ from django.views import defaults
 from core.logfilters import mark_logged
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
 from directories.envelope import fail_json
+from scim.errors import ScimError
 
 logger = logging.getLogger(__name__)
 
 _ENVELOPE_PREFIXES = ("/api/v1/", "/auditlog/")
 _SCIM_PREFIX = "/api/scim/"
-SCIM_ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
 # Long enough for a database failover or a restart to finish, short enough that a client retrying on
 # the header does not wait noticeably longer than the outage.
 RETRY_AFTER_SECONDS = 5
@@ -66,12 +66,8 @@ def request_id(request: HttpRequest) -> str:
 
 
 def scim_error(status: int, detail: str) -> JsonResponse:
-    # RFC 7644 §3.12: status is a string; Entra wants application/scim+json even on errors.
-    return JsonResponse(
-        {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail},
-        status=status,
-        content_type="application/scim+json",
-    )
+    # The SCIM surface's one error builder (scim.errors); Entra wants application/scim+json on errors too.
+    return JsonResponse(ScimError(status, detail).body(), status=status, content_type="application/scim+json")
 
 
 def _logged(request: HttpRequest, response: HttpResponse) -> HttpResponse:
@@ -148,28 +144,42 @@ class ApiErrorMiddleware:
         return exception_response(request, (type(exception), exception, exception.__traceback__))
 
 
+def _surface_error(
+    request: HttpRequest, status: int, message: str, html: Callable[[], HttpResponse], *, scim_message: str = ""
+) -> HttpResponse:
+    """`status` in the format of the request's surface, with its request id; `html()` for browser paths."""
+    surface = _surface(request.path)
+    if surface == "scim":
+        response: HttpResponse = scim_error(status, scim_message or message)
+    elif surface == "envelope":
+        response = fail_json(message, status)
+    else:
+        return html()
+    response[HEADER] = request_id(request)
+    return response
+
+
 def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    # Django's SuspiciousOperation family (a bad Host header, too many fields) ends here.
-    if _surface(request.path) == "envelope":
-        if isinstance(exception, RequestDataTooBig):
-            return fail_json("The request body is too large.", 413)
-        return fail_json("Bad request.", 400)
-    return defaults.bad_request(request, exception)
+    # Django's SuspiciousOperation family (a Host header ALLOWED_HOSTS refuses, too many fields) ends here.
+    if isinstance(exception, RequestDataTooBig):
+        return _surface_error(
+            request, 413, "The request body is too large.", lambda: defaults.bad_request(request, exception)
+        )
+    return _surface_error(request, 400, "Bad request.", lambda: defaults.bad_request(request, exception))
 
 
 def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    if _surface(request.path) == "envelope":
-        return fail_json("Forbidden.", 403)
-    return defaults.permission_denied(request, exception)
+    return _surface_error(request, 403, "Forbidden.", lambda: defaults.permission_denied(request, exception))
 
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    surface = _surface(request.path)
-    if surface == "scim":
-        return scim_error(404, "Resource not found.")
-    if surface == "envelope":
-        return fail_json("Not found.", 404)
-    return defaults.page_not_found(request, exception)
+    return _surface_error(
+        request,
+        404,
+        "Not found.",
+        lambda: defaults.page_not_found(request, exception),
+        scim_message="Resource not found.",
+    )
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
@@ -178,12 +188,8 @@ def handler500(request: HttpRequest) -> HttpResponse:
         response = exception_response(request, (exc_type, exc, tb))
         if response is not None:
             return response
-    surface = _surface(request.path)
-    if surface == "scim":
-        return scim_error(500, "Internal server error.")
-    if surface == "envelope":
-        return fail_json(f"Internal server error (request id {request_id(request)}).", 500)
-    return defaults.server_error(request)
+    message = f"Internal server error (request id {request_id(request)})."
+    return _surface_error(request, 500, message, lambda: defaults.server_error(request))
 
 
 def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:

@@ -258,3 +258,47 @@ def test_schema_documents_every_error_in_the_envelope_with_its_headers(api_clien
     patch = doc["paths"]["/api/v1/directory-sync/{directory_id}"]["patch"]
     body_ref = patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert doc["components"]["schemas"][body_ref]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("entry", ["django", "wsgi"])
+def test_a_host_header_allowed_hosts_refuses_answers_in_the_surfaces_format(
+    settings,  # noqa: ANN001
+    directory_a,  # noqa: ANN001
+    entry: str,
+) -> None:
+    """Django refuses the Host (DisallowedHost → handler400); SCIM paths still get a SCIM error and API
+    paths the envelope, never Django's HTML 400 page. Both SCIM entries (the WSGI one falls back to
+    Django's handler for a refused Host) answer alike."""
+    settings.ALLOWED_HOSTS = ["roster.example.com"]
+    if entry == "wsgi":
+        from io import BytesIO
+
+        from config.wsgi import application
+
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "PATH_INFO": f"/api/scim/v2.0/{directory_a.id}/Users",
+            "QUERY_STRING": "",
+            "HTTP_HOST": "evil.example.net",
+            "SERVER_NAME": "testserver",
+            "SERVER_PORT": "80",
+            "wsgi.input": BytesIO(b""),
+            "wsgi.url_scheme": "http",
+            "wsgi.errors": BytesIO(),
+        }
+        got: dict = {}
+
+        def start_response(status: str, headers: list) -> None:
+            got["status"], got["headers"] = status, dict(headers)
+
+        body = b"".join(application(environ, start_response))
+        assert got["status"].startswith("400")
+        assert got["headers"]["Content-Type"] == "application/scim+json"
+        assert json.loads(body)["schemas"] == [SCIM_ERROR]
+        return
+    client = Client(HTTP_HOST="evil.example.net")
+    scim = client.get(f"/api/scim/v2.0/{directory_a.id}/Users")
+    assert scim.status_code == 400 and scim["Content-Type"] == "application/scim+json"
+    assert scim.json()["schemas"] == [SCIM_ERROR] and scim["X-Request-Id"]
+    api = client.get("/api/v1/directory-sync")
+    assert api.status_code == 400 and api.json() == {"data": None, "error": {"message": "Bad request.", "code": 400}}

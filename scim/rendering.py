@@ -7,21 +7,17 @@ from the membership table, so a member change never rewrites a document that gro
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 
+from core.timefmt import iso_utc
 from directories.models import DirectoryGroup, DirectoryUser
 from scim.errors import invalid_value
 from scim.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA, AttrPath, split_attr_path
 
 ALWAYS_RETURNED = ("schemas", "id")
 KNOWN_EXTENSIONS = {ENTERPRISE_SCHEMA.lower(): ENTERPRISE_SCHEMA}
-
-
-def timestamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def base_url(directory_id: Any) -> str:
@@ -45,8 +41,8 @@ def user_resource(user: DirectoryUser) -> dict[str, Any]:
             resource[key] = value
     resource["meta"] = {
         "resourceType": "User",
-        "created": timestamp(user.created_at),
-        "lastModified": timestamp(user.updated_at),
+        "created": iso_utc(user.created_at),
+        "lastModified": iso_utc(user.updated_at),
         "location": user_location(user.directory_id, uid),
     }
     return resource
@@ -68,8 +64,8 @@ def group_resource(group: DirectoryGroup, members: list[dict[str, Any]] | None) 
         resource["members"] = members
     resource["meta"] = {
         "resourceType": "Group",
-        "created": timestamp(group.created_at),
-        "lastModified": timestamp(group.updated_at),
+        "created": iso_utc(group.created_at),
+        "lastModified": iso_utc(group.updated_at),
         "location": group_location(group.directory_id, group.id),
     }
     return resource

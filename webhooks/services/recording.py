@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.timefmt import iso_utc
 from directories.models import Directory
 from webhooks import dispatch
 from webhooks.models import WebhookEvent
@@ -22,17 +23,13 @@ logger = logging.getLogger("roster.webhooks")
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def event_payload(
     *, directory: Directory, event_type: str, data: dict[str, Any], event_id: uuid.UUID | None = None
 ) -> dict[str, Any]:
     return {
         "id": str(event_id or uuid.uuid4()),
         "event": event_type,
-        "created_at": _iso(datetime.now(UTC)),
+        "created_at": iso_utc(datetime.now(UTC)),
         "directory_id": str(directory.id),
         "tenant": directory.tenant,
         "product": directory.product,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,20 +52,38 @@ def test_bad_options_are_refused() -> None:
     assert worker_entry.parse(["-l", "warning"]).loglevel == "WARNING"
 
 
-def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url: str, tmp_path: Path) -> None:
-    from config.celery import app
-
+@contextlib.contextmanager
+def _worker(command: list[str], broker_url: str, tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A worker process on its own node name and queue (it consumes nothing the other tests publish),
+    its log in a file (not a pipe nobody reads while it runs); killed if the test did not stop it."""
     node = f"roster-test-{secrets.token_hex(4)}@localhost"
-    queue = f"roster-test-{secrets.token_hex(4)}"  # consumes nothing the other tests publish
-    log = (tmp_path / "worker.log").open("w")  # a file, not a pipe nobody reads while it runs
+    queue = f"roster-test-{secrets.token_hex(4)}"
+    log = (tmp_path / "worker.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "config.worker", "--pool", "solo", "-n", node, "-Q", queue, "-l", "warning"],
+        [sys.executable, *command, "-n", node, "-Q", queue, "-l", "warning"],
         cwd=ROOT,
         env=_env(CELERY_BROKER_URL=broker_url),
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
     try:
+        yield node, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def _stops_on_sigterm(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+
+
+def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url: str, tmp_path: Path) -> None:
+    from config.celery import app
+
+    with _worker(["-m", "config.worker", "--pool", "solo"], broker_url, tmp_path) as (node, proc):
         replies: list = []
         deadline = time.monotonic() + 60
         while not replies and time.monotonic() < deadline and proc.poll() is None:
@@ -72,13 +92,7 @@ def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url:
         registered = app.control.inspect(destination=[node], timeout=5.0).registered() or {}
         assert "webhooks.drain" in registered.get(node, [])
         assert "webhooks.sweep" in registered.get(node, [])
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+        _stops_on_sigterm(proc)
 
 
 @pytest.mark.parametrize(
@@ -93,17 +107,7 @@ def test_both_commands_start_the_thread_pool_of_the_settings_when_no_pool_is_giv
     `python -m config.worker` (CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY), not Celery's prefork."""
     from config.celery import app
 
-    node = f"roster-test-{secrets.token_hex(4)}@localhost"
-    queue = f"roster-test-{secrets.token_hex(4)}"
-    log = (tmp_path / "worker.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, *command, "-n", node, "-Q", queue, "-l", "warning"],
-        cwd=ROOT,
-        env=_env(CELERY_BROKER_URL=broker_url),
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    try:
+    with _worker(command, broker_url, tmp_path) as (node, proc):
         stats: dict = {}
         deadline = time.monotonic() + 60
         while not stats.get(node) and time.monotonic() < deadline and proc.poll() is None:
@@ -113,10 +117,4 @@ def test_both_commands_start_the_thread_pool_of_the_settings_when_no_pool_is_giv
         pool = stats[node]["pool"]
         assert pool["implementation"] == "celery.concurrency.thread:TaskPool"
         assert pool["max-concurrency"] == 4
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+        _stops_on_sigterm(proc)

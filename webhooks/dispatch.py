@@ -73,6 +73,8 @@ from django.conf import settings
 from django.db import connections
 
 from webhooks.coalescer import Coalescer
+from webhooks.services import delivery
+from webhooks.services.delivery import CLAIM_HOLD, BatchResult
 
 logger = logging.getLogger("roster.webhooks")
 
@@ -153,12 +155,24 @@ def _broker_failed(exc: BaseException, key: Key) -> None:
     )
 
 
-def _publish(key: Key) -> bool:
-    from webhooks.tasks import webhook_events_drain  # the task module imports services, which import us
+# How a drain is asked for through the broker: `publish(directory_id, target)`. webhooks.tasks, the one
+# module that knows Celery, provides it, and the app's ready() hands it over (webhooks.apps), so this
+# module never imports the task module that imports it.
+Publisher = Callable[[str, str], None]
+_publisher: Publisher | None = None
 
+
+def publisher_set(publish: Publisher) -> None:
+    global _publisher
+    _publisher = publish
+
+
+def _publish(key: Key) -> bool:
     global _broker_down_until
     try:
-        webhook_events_drain.apply_async(args=list(key), retry=False)
+        if _publisher is None:
+            raise RuntimeError("no drain publisher: webhooks.apps did not run (is 'webhooks' installed?)")
+        _publisher(*key)
     except Exception as exc:  # noqa: BLE001
         _broker_failed(exc, key)
         return False
@@ -185,8 +199,6 @@ def key_ttl() -> float:
     outcomes' recording riding out a lost database connection for RECORD_RETRY (30 s) included: the
     slack below (30 s, LINGER and KEY_REFRESH) covers it. Not made longer, because a longer expiry delays
     the new drain the sweep starts after a worker is killed."""
-    from webhooks.services import CLAIM_HOLD
-
     return CLAIM_HOLD + float(settings.WEBHOOK_TIMEOUT) + LINGER + KEY_REFRESH + 30.0
 
 
@@ -194,8 +206,6 @@ class _Drain:
     """One drain's run: its key, totals, budget and batch size."""
 
     def __init__(self, key: Key, should_stop: Callable[[], bool] | None = None) -> None:
-        from webhooks.services import BatchResult
-
         self.key = key
         self.totals = BatchResult()
         self.stop_at = time.monotonic() + DRAIN_BUDGET
@@ -209,8 +219,6 @@ class _Drain:
     def batch(self) -> Any:
         """Claim and send one batch, sized so that sending it takes about BATCH_WINDOW: a slow
         receiver's events are claimed a few at a time, so a killed worker leaves few of them `sending`."""
-        from webhooks.services import delivery
-
         result = delivery.events_batch_deliver(
             directory_id=self.key[0],
             target=self.key[1],

@@ -36,6 +36,12 @@ def webhook_events_drain(directory_id: str, target: str) -> dict[str, int]:
     return dispatch.drain_run(directory_id, target, should_stop=_worker_stopping)
 
 
+def drain_publish(directory_id: str, target: str) -> None:
+    """Ask the broker for a drain of one (directory, target): webhooks.dispatch's publisher (handed to it
+    by webhooks.apps). No retries: a kick that cannot publish leaves its events to the sweep."""
+    webhook_events_drain.apply_async(args=[directory_id, target], retry=False)
+
+
 def _worker_stopping() -> bool:
     """A warm shutdown was asked for (the threads and solo pools share this state; a prefork child is
     covered by the drain's short budget instead)."""

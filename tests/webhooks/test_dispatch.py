@@ -551,3 +551,18 @@ def test_with_a_non_redis_broker_every_kick_publishes_and_each_drain_takes_what_
     assert dispatch.drain_run(*key)["claimed"] == 0  # the others find nothing
     got = receiver.wait_for(4, timeout=0.5)
     assert [r.json["id"] for r in got] == [p["id"] for p in payloads]
+
+
+def test_drains_are_published_through_the_task_modules_publisher_installed_at_start_up() -> None:
+    """webhooks.apps hands dispatch the one Celery-aware publisher; dispatch itself never imports tasks."""
+    import ast
+    from pathlib import Path
+
+    from webhooks import tasks
+
+    assert dispatch._publisher is tasks.drain_publish
+    tree = ast.parse(Path(dispatch.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert not any(name and (name.startswith("celery") or name == "webhooks.tasks") for name in imported), imported

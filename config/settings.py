@@ -155,6 +155,8 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
+# A CSRF refusal on an API path answers in that surface's format (browser paths keep Django's page).
+CSRF_FAILURE_VIEW = "directories.errorpages.csrf_failure"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],

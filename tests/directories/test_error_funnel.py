@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from typing import Any
@@ -352,3 +353,22 @@ def test_a_csrf_refusal_on_an_api_path_is_an_enveloped_403(rf: RequestFactory) -
     response = errorpages.csrf_failure(rf.post("/api/v1/directory-sync/x"), reason="CSRF cookie not set.")
     _envelope_error(response, 403)
     assert response[errorpages.HEADER]
+
+
+@pytest.mark.parametrize("path", [REST, f"{ADMIN}/audit"])
+def test_too_many_query_fields_is_an_enveloped_400_logged_in_one_line_without_traceback(
+    path: str, api_client: Client, admin_client: Client
+) -> None:
+    # Django logged this client refusal as an ERROR with a full traceback.
+    [console] = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler) and h.filters]
+    client = api_client if path == REST else admin_client
+    query = "&".join(f"a={i}" for i in range(1100))  # past DATA_UPLOAD_MAX_NUMBER_FIELDS (1000)
+    stream = io.StringIO()
+    previous = console.setStream(stream)
+    try:
+        response = client.get(f"{path}?{query}")
+    finally:
+        console.setStream(previous)
+    _envelope_error(response, 400)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and " WARNING django.security.TooManyFieldsSent " in lines[0], lines

@@ -74,6 +74,18 @@ NUMBERS_TEXT = [
 ]
 # Characters whose NFC + casefold form is longer than the character itself (ß → ss, ﬁ → fi, İ → i̇,
 # ŉ → ʼn), at and just under the 512-character column limit and the 200 of directory fields.
+# In body positions (64 of them) the numbers that sit on a boundary; query parameters get all of them.
+BODY_NUMBERS = [
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "1e309",
+    "-0",
+    "1e999999999",
+    "NaN",
+]
 GROWERS = ["ß", "ﬁ", "İ", "ŉ"]
 LENGTHS = [199, 200, 201, 255, 256, 257, 511, 512, 513]
 BAD_TEXT = [
@@ -261,10 +273,25 @@ def format_problem(case: Case, status: int, headers: dict[str, str], body: bytes
     return None
 
 
+SNAPSHOT_MODELS = (Directory, DirectoryUser, DirectoryGroup, GroupMembership, WebhookEvent, ApiKey)
+
+
 def snapshot() -> str:
-    """A digest of every row a request could change: directories, users, groups, memberships, outbox."""
+    """A digest of every row a request could change: directories, users, groups, memberships, outbox.
+
+    On PostgreSQL one query digests every table where the rows are (a few thousand cases each take a
+    snapshot, so six round trips and Python-side formatting would dominate the module's runtime)."""
+    if connection.vendor == "postgresql":
+        parts = " UNION ALL ".join(
+            f"SELECT '{m._meta.db_table}', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) "
+            f"FROM {m._meta.db_table} t"
+            for m in SNAPSHOT_MODELS
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(parts)
+            return repr(cursor.fetchall())
     digest = hashlib.sha256()
-    for model in (Directory, DirectoryUser, DirectoryGroup, GroupMembership, WebhookEvent, ApiKey):
+    for model in SNAPSHOT_MODELS:
         rows = list(model.objects.order_by("pk").values_list())
         digest.update(f"{model.__name__}:{len(rows)}:{rows!r}".encode())
     return digest.hexdigest()
@@ -425,7 +452,7 @@ def scim_body_positions(world: World) -> Iterator[tuple[str, str, Any]]:
 
 def numbers_cases(world: World) -> Iterator[Case]:
     for method, path, doc in scim_body_positions(world):
-        for number in NUMBERS_TEXT:
+        for number in BODY_NUMBERS:
             yield scim_case(world, method, path, with_raw(doc, MARK, number))
     for name in ("startIndex", "count"):
         for number in NUMBERS_TEXT:
@@ -940,6 +967,7 @@ USER_ATTRIBUTES = [
     "name.givenName.deeper",
 ]
 OPERATORS = ["eq", "ne", "co", "sw", "ew", "gt", "le", "pr", "EQ", "xx"]
+OP_LITERALS = ['"x"', "9223372036854775808", '"']  # every operator gets these
 LITERALS = ['"x"', "true", "null", "-1", "1.5", "9223372036854775808", "1e309", '"2024-01-01T00:00:00Z"', "[]", '"']
 
 
@@ -952,8 +980,10 @@ def filter_cases(world: World) -> Iterator[Case]:
 
     for attribute in USER_ATTRIBUTES:
         for op in OPERATORS:
-            for literal in LITERALS if op != "pr" else [""]:
+            for literal in OP_LITERALS if op != "pr" else [""]:
                 yield get("/Users", f"{attribute} {op} {literal}".strip())
+        for literal in LITERALS:
+            yield get("/Users", f"{attribute} eq {literal}")
         yield get("/Groups", f'{attribute} eq "x"')
     for attribute in (
         "displayName",
@@ -1034,7 +1064,7 @@ def filter_cases(world: World) -> Iterator[Case]:
 
 def patch_cases(world: World) -> Iterator[Case]:
     user, group = world.user_a, world.group_a
-    ops = ["add", "replace", "remove", "REPLACE", "move", None]
+    ops = ["add", "replace", "remove", "REPLACE"]
     user_paths: list[Any] = [
         None,
         "",
@@ -1070,7 +1100,7 @@ def patch_cases(world: World) -> Iterator[Case]:
         1,
         ["active"],
     ]
-    values: list[Any] = [None, True, 0, 1.5, "x", "", [{}], {}, {"active": False}, {"value": "x"}]
+    values: list[Any] = [None, True, 1.5, "x", {"active": False}]
     for op, path, value in itertools.product(ops, user_paths, values):
         operation: dict[str, Any] = {}
         if op is not None:
@@ -1097,11 +1127,8 @@ def patch_cases(world: World) -> Iterator[Case]:
         [],
         [{"value": world.user_b}],
         [{"value": "nope"}],
-        [{"value": 1}],
-        [{}],
         {"value": world.user_a},
         "x",
-        {"members": "x"},
     ]
     for op, path, value in itertools.product(ops, group_paths, group_values):
         operation = {}
@@ -1113,6 +1140,13 @@ def patch_cases(world: World) -> Iterator[Case]:
         yield scim_case(
             world, "PATCH", f"/Groups/{group}", json.dumps({"schemas": [PATCH_URN], "Operations": [operation]})
         )
+    # Operations that are no PATCH operation at all, on a few paths.
+    for op, path in itertools.product(["move", "copy", "test", "", None, 1], [None, "active", "members"]):
+        operation = {"value": True} if op is None else {"op": op, "value": True}
+        if path is not None:
+            operation["path"] = path
+        target = f"/Groups/{group}" if path == "members" else f"/Users/{user}"
+        yield scim_case(world, "PATCH", target, json.dumps({"schemas": [PATCH_URN], "Operations": [operation]}))
     envelopes: list[Any] = [
         {"schemas": [PATCH_URN]},
         {"schemas": [PATCH_URN], "Operations": None},
@@ -1350,6 +1384,10 @@ def wrong_credentials(world: World, kind: str) -> dict[str, str | None]:
     }
 
 
+# The credentials also tried on a write of every route (all of them are tried on a read).
+WRITE_REASONS = ("none", "wrong_secret", "other_directory", "api_key_env", "scim_secret", "disabled_admin_token")
+
+
 def test_authorization_matrix(world: World) -> None:
     runner = Runner()
     by_surface: dict[str, dict[bytes, list[str]]] = {}
@@ -1360,7 +1398,7 @@ def test_authorization_matrix(world: World) -> None:
             continue  # the login route takes the root token, not an admin credential: covered below
         for reason, header in wrong_credentials(world, kind).items():
             # A read and a write per route: the credential check comes before the method's own work.
-            for method in ("GET", "PATCH"):
+            for method in ("GET", "PATCH") if reason in WRITE_REASONS else ("GET",):
                 headers = {} if header is None else {"Authorization": header}
                 ct = (SCIM_CT if kind == "scim" else JSON_CT) if method in ("POST", "PATCH", "PUT") else None
                 body = b"{}" if ct else b""

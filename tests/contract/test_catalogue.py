@@ -23,7 +23,6 @@ fixture (two directories, a user and group in each, API keys and admin tokens) i
 from __future__ import annotations
 
 import hashlib
-import io
 import itertools
 import json
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ from django.db import connection
 
 from config.wsgi import application
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from tests.scim.conftest import wsgi_run
 from webhooks.models import WebhookEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -182,48 +182,28 @@ _addresses = itertools.count(1)
 
 
 def send(case: Case) -> tuple[int, dict[str, str], bytes]:
-    # gunicorn unquotes the path and passes it on as latin-1 text of the raw bytes (PEP 3333).
-    path_info = unquote_to_bytes(case.path).decode("latin-1")
     n = next(_addresses)
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": case.method,
-        "PATH_INFO": path_info,
+    environ = {
         "RAW_URI": case.path + ("?" + case.query if case.query else ""),
-        "QUERY_STRING": case.query,
-        "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80",
-        "HTTP_HOST": "testserver",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(case.body),
-        "wsgi.errors": io.StringIO(),
-        "wsgi.multithread": False,
-        "wsgi.multiprocess": True,
-        "wsgi.run_once": False,
-        "wsgi.version": (1, 0),
         # One address per request, so the admin API's per-address failure throttle never answers the
         # authorization matrix with a 429 in place of the 401 under test.
         "REMOTE_ADDR": f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}",
+        "CONTENT_LENGTH": str(len(case.body)) if case.content_length is None else case.content_length,
+        "CONTENT_TYPE": case.content_type or "",
     }
-    length = str(len(case.body)) if case.content_length is None else case.content_length
-    if length != "":
-        environ["CONTENT_LENGTH"] = length
-    if case.content_type is not None:
-        environ["CONTENT_TYPE"] = case.content_type
     for name, value in case.headers.items():
         environ["HTTP_" + name.upper().replace("-", "_")] = value
-    seen: dict[str, Any] = {}
+    # gunicorn unquotes the path and passes it on as latin-1 text of the raw bytes (PEP 3333).
+    path_info = unquote_to_bytes(case.path).decode("latin-1")
+    status, headers, body = wsgi_run(
+        application, path_info, method=case.method, body=case.body, query=case.query, **environ
+    )
+    return int(status.split()[0]), dict(headers), body
 
-    def start_response(status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> None:
-        seen["status"] = int(status.split()[0])
-        seen["headers"] = dict(response_headers)
 
-    chunks = application(environ, start_response)
-    try:
-        body = b"".join(chunks)
-    finally:
-        getattr(chunks, "close", lambda: None)()
-    return seen["status"], seen["headers"], body
+def answer_key(headers: dict[str, str], body: bytes) -> bytes:
+    """What must be the same in every 401 of a surface: body, content type, challenge."""
+    return b"|".join([body, headers.get("Content-Type", "").encode(), headers.get("WWW-Authenticate", "").encode()])
 
 
 def surface(path: str) -> str | None:
@@ -1404,13 +1384,7 @@ def test_authorization_matrix(world: World) -> None:
                 body = b"{}" if ct else b""
                 status, headers_out, out = runner.run(Case(method, path, query, body, headers, ct), expect=(401,))
                 if status == 401:
-                    key = (
-                        out
-                        + b"|"
-                        + headers_out.get("Content-Type", "").encode()
-                        + b"|"
-                        + headers_out.get("WWW-Authenticate", "").encode()
-                    )
+                    key = answer_key(headers_out, out)
                     by_surface.setdefault(kind, {}).setdefault(key, []).append(f"{reason} {method} {path}")
     # Directory A's secret on directory B's routes: refused, the same 401 as any other wrong secret.
     for tail in ("/Users", f"/Users/{world.user_b}", f"/Users/{world.user_a}", "/Groups", "/Schemas", "/Users/.search"):
@@ -1428,13 +1402,7 @@ def test_authorization_matrix(world: World) -> None:
                 expect=(401,),
             )
             if status == 401:
-                key = (
-                    out
-                    + b"|"
-                    + headers_out.get("Content-Type", "").encode()
-                    + b"|"
-                    + headers_out.get("WWW-Authenticate", "").encode()
-                )
+                key = answer_key(headers_out, out)
                 by_surface.setdefault("scim", {}).setdefault(key, []).append(f"A's secret {method} {tail} of B")
     # The login route: a wrong root token is the admin surface's 401.
     for header in (None, "", "token=wrong", f"Bearer {ROOT}", world.admin_header, f"token={ROOT[:-1]}", "token=\x00"):
@@ -1444,13 +1412,7 @@ def test_authorization_matrix(world: World) -> None:
             Case("POST", "/auditlog/admin/v1/user/_login", "", body, headers, JSON_CT), expect=(401,)
         )
         if status == 401:
-            key = (
-                out
-                + b"|"
-                + headers_out.get("Content-Type", "").encode()
-                + b"|"
-                + headers_out.get("WWW-Authenticate", "").encode()
-            )
+            key = answer_key(headers_out, out)
             by_surface.setdefault("login", {}).setdefault(key, []).append(f"login {header!r:.30}")
     for kind, answers in by_surface.items():
         if len(answers) > 1:

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -265,6 +266,7 @@ class AuditApi(AdminView):
         return ok([audit_data(e) for e in paged(request, qs)])
 
 
+@csrf_exempt
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Unknown routes under the admin prefix answer in the envelope, not with Django's HTML page."""
     return fail_json("Not found.", 404)

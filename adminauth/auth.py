@@ -8,7 +8,8 @@ Two credentials are accepted on every route but `_login`:
 - `Authorization: Bearer <JWT>`, HS256 only, signed with ADMIN_JWT_SECRET, `exp` required. A JWT
   issued by `_login` names its admin token (`tokenId`), and stops working when that token is disabled.
 
-Anything else, including a header that cannot be parsed at all, is a 401 in the envelope.
+Anything else, including a header that cannot be parsed at all, is a 401 in the envelope, the same
+bytes whatever the reason.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ from adminauth.throttle import client_ip, failure_record, throttle_wait_seconds
 
 _PARTS = ("id", "token", "admin_token")
 _SEPARATORS = re.compile(r"[\s,]+")
-INVALID = "Invalid admin credentials."
+# Every refusal is this one message, whatever was wrong (missing, malformed, unknown, expired, disabled):
+# a 401 that differed by reason would tell a caller holding a stolen or guessed credential how close it
+# came, e.g. that a token secret is right but the token disabled, or that a JWT's signature is genuine.
+INVALID = "Invalid or missing admin credentials."
 
 
 class AdminAuthFailed(exceptions.AuthenticationFailed):
@@ -102,10 +106,7 @@ def _bcrypt_ok(token: AdminToken, secret: bytes) -> bool:
 def _token_credentials(header: str, ip: str | None) -> tuple[AdminUser, AdminToken]:
     parts = parse_token_header(header)
     if parts is None:
-        raise AdminAuthFailed(
-            "Malformed Authorization header. Send id=<adminToken.id> token=<adminToken.token> "
-            "admin_token=<root token>, or Bearer <JWT>."
-        )
+        raise AdminAuthFailed(INVALID)
     # Checked before the root token is compared and before bcrypt: a throttled client learns
     # nothing from a right guess and costs no hashing.
     wait = throttle_wait_seconds(ip=ip)
@@ -125,9 +126,9 @@ def _token_credentials(header: str, ip: str | None) -> tuple[AdminUser, AdminTok
         failure_record(ip=ip)
         raise AdminAuthFailed(INVALID)
     if token.disabled:
-        raise AdminAuthFailed("This admin token is disabled.")
+        raise AdminAuthFailed(INVALID)
     if not token.user.is_active:
-        raise AdminAuthFailed("This admin is disabled.")
+        raise AdminAuthFailed(INVALID)
     return token.user, token
 
 
@@ -141,12 +142,10 @@ def jwt_claims(raw: str) -> dict:
             algorithms=["HS256"],
             options={"require": ["exp", "iat", "userId"]},
         )
-    except jwt.ExpiredSignatureError:
-        raise AdminAuthFailed("The admin JWT has expired. Log in again.") from None
     except (jwt.PyJWTError, ValueError, TypeError):
-        raise AdminAuthFailed("Invalid admin JWT.") from None
+        raise AdminAuthFailed(INVALID) from None
     if not isinstance(claims, dict):
-        raise AdminAuthFailed("Invalid admin JWT.")
+        raise AdminAuthFailed(INVALID)
     return claims
 
 
@@ -156,30 +155,30 @@ def _jwt_credentials(raw: str) -> tuple[AdminUser, AdminToken | None]:
         user_id = uuid.UUID(str(claims["userId"]))
         token_id = uuid.UUID(str(claims["tokenId"])) if claims.get("tokenId") is not None else None
     except ValueError:
-        raise AdminAuthFailed("Invalid admin JWT.") from None
+        raise AdminAuthFailed(INVALID) from None
     if token_id is not None:
         token = AdminToken.objects.select_related("user").filter(pk=token_id, user_id=user_id).first()
         if token is None or token.disabled:
-            raise AdminAuthFailed("The admin token behind this JWT is disabled.")
+            raise AdminAuthFailed(INVALID)
         user = token.user
     else:
         token = None
         user = AdminUser.objects.filter(pk=user_id).first()
         if user is None:
-            raise AdminAuthFailed("Invalid admin JWT.")
+            raise AdminAuthFailed(INVALID)
     if not user.is_active:
-        raise AdminAuthFailed("This admin is disabled.")
+        raise AdminAuthFailed(INVALID)
     return user, token
 
 
 def admin_credentials_resolve(header: str | None, *, ip: str | None) -> tuple[AdminUser, AdminToken | None]:
     if not header or not header.strip():
-        raise AdminAuthFailed("Missing Authorization header.")
+        raise AdminAuthFailed(INVALID)
     scheme, _, rest = header.strip().partition(" ")
     if scheme.lower() == "bearer":
         raw = rest.strip()
         if not raw or " " in raw:
-            raise AdminAuthFailed("Malformed Authorization header: Bearer needs one JWT.")
+            raise AdminAuthFailed(INVALID)
         return _jwt_credentials(raw)
     return _token_credentials(header, ip)
 

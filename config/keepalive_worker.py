@@ -49,6 +49,7 @@ from typing import Any
 
 import orjson
 from gunicorn import http, sock, util
+from gunicorn.http import errors as http_errors
 from gunicorn.http import wsgi
 from gunicorn.http.errors import LimitRequestHeaders, LimitRequestLine
 from gunicorn.http.unreader import SocketUnreader
@@ -86,7 +87,36 @@ _PIPE = object()
 _SCIM_PATH = re.compile(r"^/api/scim(?:/|$)")
 _ENVELOPE_PATH = re.compile(r"^/(?:api/v1|auditlog)(?:/|$)")
 HEAD_BYTES = 1024  # enough of a request line to hold any Roster path
-_REASONS = {414: "URI Too Long", 431: "Request Header Fields Too Large"}
+_REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    414: "URI Too Long",
+    417: "Expectation Failed",
+    431: "Request Header Fields Too Large",
+    501: "Not Implemented",
+}
+# The other requests gunicorn's parser refuses (a Content-Length that is not a number, a control byte
+# or a non-ASCII byte in the request line or a header, a broken chunk...), with the status gunicorn gives
+# them and a message that names the kind of fault without echoing the client's bytes (gunicorn's own
+# page quotes them, and they may carry a credential or personal data). ConfigurationProblem is left to
+# gunicorn: it is the server's fault, a 500 on purpose.
+_PARSE_ERRORS: tuple[tuple[type[BaseException], int, str], ...] = (
+    (http_errors.InvalidRequestLine, 400, "The request line is malformed."),
+    (http_errors.InvalidRequestMethod, 400, "The request method is malformed."),
+    (http_errors.InvalidHTTPVersion, 400, "The HTTP version is not supported."),
+    (http_errors.ObsoleteFolding, 400, "A request header is folded over lines, which HTTP/1.1 forbids."),
+    (http_errors.InvalidHeaderName, 400, "A request header name is malformed."),
+    (http_errors.InvalidHeader, 400, "A request header is malformed (e.g. a Content-Length that is not a number)."),
+    (http_errors.InvalidChunkSize, 400, "The chunked request body is malformed."),
+    (http_errors.ChunkMissingTerminator, 400, "The chunked request body is malformed."),
+    (http_errors.InvalidChunkExtension, 400, "The chunked request body is malformed."),
+    (http_errors.InvalidProxyLine, 400, "The PROXY protocol line is malformed."),
+    (http_errors.InvalidProxyHeader, 400, "The PROXY protocol header is malformed."),
+    (http_errors.InvalidSchemeHeaders, 400, "The request's scheme headers contradict each other."),
+    (http_errors.ForbiddenProxyRequest, 403, "PROXY protocol requests are not accepted from this address."),
+    (http_errors.ExpectationFailed, 417, "The Expect header's expectation cannot be met."),
+    (http_errors.UnsupportedTransferCoding, 501, "The request's Transfer-Encoding is not supported."),
+)
 
 
 def request_target(head: bytes | None) -> str | None:
@@ -115,7 +145,8 @@ def surface_of(path: str | None) -> str | None:
 
 
 def limit_error(exc: BaseException, cfg: Any) -> tuple[int, str] | None:
-    """(status, message) for a request refused by one of the server's limits; None for other errors."""
+    """(status, message) for a request refused by one of the server's limits or by its parser; None for
+    other errors (gunicorn answers those itself)."""
     if isinstance(exc, LimitRequestLine):
         return 414, f"The request line is longer than {cfg.limit_request_line} bytes."
     if isinstance(exc, LimitRequestHeaders):
@@ -123,6 +154,9 @@ def limit_error(exc: BaseException, cfg: Any) -> tuple[int, str] | None:
             f"The request headers are too large: at most {cfg.limit_request_fields} fields of at most "
             f"{cfg.limit_request_field_size} bytes each."
         )
+    for kind, status, message in _PARSE_ERRORS:
+        if isinstance(exc, kind):
+            return status, message
     return None
 
 
@@ -149,7 +183,8 @@ def error_response(status: int, message: str, path: str | None) -> bytes:
 def error_handle(
     worker: Worker, req: Any, client: Any, addr: Any, exc: BaseException, head: bytes | None = None
 ) -> None:
-    """A worker's `handle_error`: the server's limits answered in format, anything else as gunicorn does."""
+    """A worker's `handle_error`: the server's limits and parse refusals answered in format, anything else
+    as gunicorn does."""
     refused = limit_error(exc, worker.cfg)
     if refused is None:
         Worker.handle_error(worker, req, client, addr, exc)

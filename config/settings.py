@@ -155,6 +155,8 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
+# A CSRF refusal on an API path answers in that surface's format (browser paths keep Django's page).
+CSRF_FAILURE_VIEW = "directories.errorpages.csrf_failure"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
@@ -189,8 +191,13 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"already_logged": {"()": "core.logfilters.SkipAlreadyLogged"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "already_logged": {"()": "core.logfilters.SkipAlreadyLogged"},
+        "client_refusal": {"()": "core.securitylog.ClientRefusalWithoutTraceback"},
+    },
+    # On the handler, not the `django.security` logger: a logger's filters do not see the records of its
+    # children (django.security.TooManyFieldsSent, .DisallowedHost...), a handler's see every record.
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["client_refusal"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         # Request lines carry SCIM filter strings (userName values are PII, RFC 7644 §7.5.2).

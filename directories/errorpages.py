@@ -27,7 +27,8 @@ from types import TracebackType
 from django.core.exceptions import BadRequest, PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
+from django.views import csrf, defaults
+from django.views.decorators.csrf import csrf_exempt
 
 from core.logfilters import mark_logged
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
@@ -192,6 +193,14 @@ def handler500(request: HttpRequest) -> HttpResponse:
     return _surface_error(request, 500, message, lambda: defaults.server_error(request))
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """Django's CSRF check refuses an unsafe method on a view that is not CSRF-exempt. The API views
+    are (bearer credentials, no cookies), so on an API path this means a route that does not exist for
+    the method; the client still gets its surface's 403, not Django's HTML page."""
+    return _surface_error(request, 403, "Forbidden.", lambda: csrf.csrf_failure(request, reason))
+
+
+@csrf_exempt
 def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
     """Catch-all for unknown paths under the API prefixes. With DEBUG on, Django answers an unmatched
     path with its HTML technical page instead of calling handler404, so the dev server needs a route."""

@@ -147,6 +147,8 @@ def test_login_with_malformed_json_is_400(root) -> None:  # noqa: ANN001
         (b'{"claims": {"email": "ops@example.com", "upstreamToken": "\\udc00"}}', 400, "JSON"),
         (b'{"claims": {"email": "ops@example.com", "n": 9223372036854775808}}', 400, "64-bit"),
         (b'{"claims": {"email": "ops@example.com", "upstreamToken": "' + b"x" * 2_000_000 + b'"}}', 413, "too large"),
+        # 300 "İ" fit the 320-character column, their lowercase form (600) does not: PostgreSQL refused it.
+        (('{"claims": {"email": "' + "İ" * 300 + '@x.com"}}').encode(), 400, "email address"),
     ],
 )
 def test_login_bodies_that_cannot_be_stored_are_refused_and_create_no_admin(root, raw, status, fragment) -> None:  # noqa: ANN001

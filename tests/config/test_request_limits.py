@@ -224,3 +224,36 @@ def test_request_within_the_limits_still_served(server: Gunicorn) -> None:
     [(status, content_type, body)] = server.exchange(request("/api/scim/v2.0/Users?filter=" + "a" * 7000))
     assert status == 401
     assert content_type == "application/scim+json"
+
+
+MALFORMED = {
+    "content_length_word": b"Content-Length: abc\r\n",
+    "content_length_negative": b"Content-Length: -1\r\n",
+    "content_length_hex": b"Content-Length: 0x10\r\n",
+    "header_control_byte": b"X-Request-Id: \xff\x00bad\r\n",
+}
+
+
+@pytest.mark.parametrize("fault", list(MALFORMED))
+def test_a_request_gunicorns_parser_refuses_is_a_400_in_the_surface_format(server: Gunicorn, fault: str) -> None:
+    # gunicorn answered these with its HTML "Bad Request" page, which quotes the offending bytes.
+    for path, kind in (("/api/scim/v2.0/x/Users", "scim"), ("/api/v1/directory-sync", "envelope")):
+        raw = f"POST {path} HTTP/1.1\r\nHost: localhost\r\n".encode() + MALFORMED[fault] + b"\r\n{}"
+        [(status, content_type, body)] = server.exchange(raw)
+        assert status == 400
+        assert b"<html" not in body and b"bad" not in body
+        if kind == "scim":
+            assert_scim(400, content_type, body)
+        else:
+            assert_envelope(400, body)
+        if knows_path(server):
+            assert content_type == ("application/scim+json" if kind == "scim" else "application/json")
+
+
+def test_a_non_utf8_byte_in_the_request_line_is_a_400_in_the_surface_format(server: Gunicorn) -> None:
+    [(status, content_type, body)] = server.exchange(
+        b"GET /api/scim/v2.0/x/Users?a=\xff\xfe HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    )
+    assert status == 400
+    assert_scim(400, content_type, body)
+    assert b"<html" not in body

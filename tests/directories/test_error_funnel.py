@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from typing import Any
@@ -321,3 +322,53 @@ def test_a_default_name_built_from_long_tenant_and_product_fits_its_column(api_c
     assert response.status_code == 201, response.content
     stored = Directory.objects.get(pk=response.json()["data"]["id"])
     assert stored.name == ("t" * 200 + " " + "p" * 200)[:200]
+
+
+@pytest.mark.parametrize("length", ["abc", "1e3", "0x10", "-1", " 12"])
+@pytest.mark.parametrize("target", ["rest", "admin"])
+def test_a_content_length_that_is_not_a_number_is_an_enveloped_400(
+    length: str, target: str, api_client: Client, admin_client: Client, directory_a: Directory
+) -> None:
+    # Django's request.body converts Content-Length with a bare int(): this was a 500.
+    client, path = (
+        (api_client, f"{REST}/{directory_a.id}") if target == "rest" else (admin_client, f"{ADMIN}/directories")
+    )
+    method = client.patch if target == "rest" else client.post
+    before = _state()
+    response = method(path, b'{"name": "renamed"}', content_type="application/json", CONTENT_LENGTH=length)
+    _envelope_error(response, 400, "Content-Length")
+    assert _state() == before
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+@pytest.mark.parametrize("path", [f"{REST}/", "/api/v1/nothing/here", f"{ADMIN}/directories/", "/auditlog"])
+def test_an_unsafe_method_on_an_unknown_api_path_is_an_enveloped_404_not_a_csrf_page(
+    api_client: Client, method: str, path: str
+) -> None:
+    client = Client(enforce_csrf_checks=True, HTTP_AUTHORIZATION="Bearer test-env-api-key")
+    _envelope_error(getattr(client, method)(path), 404)
+
+
+def test_a_csrf_refusal_on_an_api_path_is_an_enveloped_403(rf: RequestFactory) -> None:
+    response = errorpages.csrf_failure(rf.post("/api/v1/directory-sync/x"), reason="CSRF cookie not set.")
+    _envelope_error(response, 403)
+    assert response[errorpages.HEADER]
+
+
+@pytest.mark.parametrize("path", [REST, f"{ADMIN}/audit"])
+def test_too_many_query_fields_is_an_enveloped_400_logged_in_one_line_without_traceback(
+    path: str, api_client: Client, admin_client: Client
+) -> None:
+    # Django logged this client refusal as an ERROR with a full traceback.
+    [console] = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler) and h.filters]
+    client = api_client if path == REST else admin_client
+    query = "&".join(f"a={i}" for i in range(1100))  # past DATA_UPLOAD_MAX_NUMBER_FIELDS (1000)
+    stream = io.StringIO()
+    previous = console.setStream(stream)
+    try:
+        response = client.get(f"{path}?{query}")
+    finally:
+        console.setStream(previous)
+    _envelope_error(response, 400)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and " WARNING django.security.TooManyFieldsSent " in lines[0], lines

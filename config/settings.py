@@ -193,7 +193,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "filters": {
         "already_logged": {"()": "core.logfilters.SkipAlreadyLogged"},
-        "client_refusal": {"()": "core.securitylog.ClientRefusalWithoutTraceback"},
+        "client_refusal": {"()": "core.logfilters.ClientRefusalWithoutTraceback"},
     },
     # On the handler, not the `django.security` logger: a logger's filters do not see the records of its
     # children (django.security.TooManyFieldsSent, .DisallowedHost...), a handler's see every record.

@@ -35,6 +35,9 @@ from bench.stats import median_summary
 from bench.workload import Workload, WorkloadConfig, totals
 
 RESULTS = systems.BENCH / "results"
+# What `--busy` runs: a process that only burns CPU, as another tenant of the host would. It starts after
+# both systems are up and stops before the report, so it shares the cores with the measured rounds only.
+BUSY_LOOP = "while True: pass"
 
 
 def log(message: str) -> None:
@@ -245,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--webhook-wait", type=float, default=120.0, help="longest wait for webhooks after a run")
     parser.add_argument("--webhook-quiet", type=float, default=15.0, help="give up when none arrive for this long")
     parser.add_argument("--profile", action="store_true", help="py-spy each Roster phase at the highest concurrency")
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="run this many CPU-bound processes beside both systems during the rounds (a shared host)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     # `timeout` and CI send SIGTERM: turn it into SystemExit so the finally blocks stop every server.
@@ -264,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     receiver: Service | None = None
     runs: list[dict[str, Any]] = []
     profiler: PhaseProfiler | None = None
+    busy: list[Service] = []
     try:
         receiver = Service(
             "receiver",
@@ -296,6 +306,16 @@ def main(argv: list[str] | None = None) -> int:
         for s in running:
             sampler.watch(s.name, s.pids())
         sampler.start()
+        busy = [
+            Service(
+                f"busy-{i}",
+                [sys.executable, "-c", BUSY_LOOP],
+                env=dict(os.environ),
+                cwd=systems.ROOT,
+                log=logs / "busy.log",
+            )
+            for i in range(args.busy)
+        ]
         order = [n for n in ("roster", "jackson") if n in by_name]
         for r in range(args.rounds):
             for ci, c in enumerate(levels):
@@ -315,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
                         )
                     )
     finally:
+        for b in busy:
+            b.stop()
         if profiler:
             profiler.stop_all()
         sampler.stop()
@@ -347,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         "users": args.users,
         "groups": args.groups,
         "rounds": args.rounds,
+        "busy": args.busy,
         "seconds": round(time.time() - started, 1),
         "memory": memory,
         "runs": runs,

@@ -31,12 +31,9 @@ from django.conf import settings
 from django.core import signals
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_path_info
-from django.http import QueryDict
-from django.utils.http import parse_header_parameters
 
-from core.requestid import ENVIRON_KEY
 from scim.routes import scim_route
-from scim.views import Request, scim_answer
+from scim.views import scim_answer
 
 # The SCIM_MIDDLEWARE whose work this module does itself (config/settings.py).
 COVERED_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "django.middleware.common.CommonMiddleware"]
@@ -83,7 +80,7 @@ class ScimApplication:
             return self.fallback(environ, start_response)
         signals.request_started.send(sender=self.__class__, environ=environ)
         try:
-            status, body, headers = scim_answer(_request(environ), **args)
+            status, body, headers = scim_answer(environ, lambda: _body(environ), **args)
         finally:
             signals.request_finished.send(sender=self.__class__)
         headers += security_headers()
@@ -116,31 +113,10 @@ class ScimApplication:
         return allowed
 
 
-def _request(environ: dict[str, Any]) -> Request:
-    """The request as scim.views reads it, with the same values Django's WSGIRequest would give."""
-    length = environ.get("CONTENT_LENGTH")
-
-    def body() -> bytes:
-        try:
-            size = int(length or 0)
-        except ValueError:
-            size = 0
-        return environ["wsgi.input"].read(size) if size > 0 else b""
-
-    def query() -> dict[str, str | None]:
-        raw = environ.get("QUERY_STRING", "")
-        if not raw:
-            return {}
-        params = QueryDict(raw.encode("iso-8859-1"))  # as WSGIRequest.GET: the raw bytes, decoded as UTF-8
-        return {k: params.get(k) for k in params}
-
-    return Request(
-        method=environ.get("REQUEST_METHOD", "GET").upper(),
-        path=environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
-        content_length=length,
-        content_type=lambda: parse_header_parameters(environ.get("CONTENT_TYPE", ""))[0],
-        authorization=environ.get("HTTP_AUTHORIZATION", ""),
-        query=query,
-        body=body,
-        request_id=environ.get(ENVIRON_KEY),
-    )
+def _body(environ: dict[str, Any]) -> bytes:
+    """The body as Django's WSGIRequest reads it: CONTENT_LENGTH bytes, none when that is missing or invalid."""
+    try:
+        size = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        size = 0
+    return environ["wsgi.input"].read(size) if size > 0 else b""

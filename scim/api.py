@@ -7,8 +7,9 @@
                           callback=print)
     result == {"status": 200, "data": {…ListResponse…}}
 
-The HTTP views (scim/views.py) are thin adapters over `scim_request`. `callback`, when given, is
-called with each contract §5 event payload after the change has committed.
+The HTTP views (scim/views.py) are thin adapters over `process`, which `scim_request` calls with the
+dict made a `ScimRequest` (scim/request.py). `callback`, when given, is called with each contract §5
+event payload after the change has committed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from scim.filter_query import Equality, filter_plan
 from scim.inputs import check_document, check_query, text_ok
 from scim.paging import paging
 from scim.rendering import Projection, group_resource, user_resource
+from scim.request import ScimRequest
 from scim.search import search_query
 from scim.selectors import (
     FirstRead,
@@ -367,19 +369,33 @@ def _route(
 def scim_request(request: dict[str, Any], callback: Callback | None = None) -> Result:
     """Process one SCIM request given as {method, body, directoryId, resourceId, resourceType,
     apiSecret, query}; returns {"status": int, "data": dict | None}."""
+    if not isinstance(request, dict):
+        error = invalid_syntax("The request must be an object.")
+        return {"status": error.status, "data": error.body()}
+    return process(
+        ScimRequest.build(
+            method=request.get("method"),
+            directory_id=request.get("directoryId"),
+            resource_type=request.get("resourceType"),
+            resource_id=request.get("resourceId"),
+            query=request.get("query"),
+            body=request.get("body"),
+            secret=request.get("apiSecret"),
+        ),
+        callback,
+    )
+
+
+def process(req: ScimRequest, callback: Callback | None = None) -> Result:
+    """Process one SCIM request, from the embedding API or either HTTP entry (scim.views); returns
+    {"status": int, "data": dict | None}, and calls `callback` as `scim_request` documents."""
     events: list[dict[str, Any]] = []
+    method, resource_type, resource_id, query = req.method, req.resource_type, req.resource_id, req.query
     try:
-        if not isinstance(request, dict):
-            raise invalid_syntax("The request must be an object.")
-        method = str(request.get("method") or "GET").upper()
-        resource_type = str(request.get("resourceType") or "").strip("/").lower()
-        resource_id = request.get("resourceId") or None
-        query = request.get("query") or {}
-        directory_id = request.get("directoryId")
-        if not text_ok(directory_id):
+        if not text_ok(req.directory_id):
             raise ScimError(401, UNAUTHORIZED)  # cannot name a directory: the one 401 of every auth failure
-        read = _first_read(method, resource_type, resource_id, query, request.get("body"))
-        directory = authenticate(directory_id, request.get("apiSecret"), read=read)
+        read = _first_read(method, resource_type, resource_id, query, req.body)
+        directory = authenticate(req.directory_id, req.secret, read=read)
         if not isinstance(query, dict):
             raise invalid_value("query must be an object.")
         check_query(query)
@@ -388,7 +404,7 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
             raise ScimError(405, f"{method} is not allowed here; use {', '.join(allowed)}.")
         if not text_ok(resource_id):
             raise not_found()  # no id holds a NUL or a lone surrogate
-        body = request.get("body")
+        body = req.body
         if read is not None and read.body is not None:
             body = read.body  # parsed and checked before authentication, for the read
         elif resource_type not in ("users", "groups", ".search"):

@@ -1,13 +1,11 @@
-"""SCIM 2.0 routes under /api/scim/v2.0/<directory_id>/ (contract §4)."""
+"""SCIM 2.0 routes under /api/scim/v2.0/<directory_id>/ (contract §4), built from scim.routes, the table
+scim.wsgi matches by too."""
 
 from __future__ import annotations
 
-from django.urls import path, re_path
+from django.urls import re_path
 
+from scim.routes import PATTERNS
 from scim.views import scim_view
 
-urlpatterns = [
-    re_path(r"^(?P<directory_id>[^/]+)/?$", scim_view),
-    re_path(r"^(?P<directory_id>[^/]+)/(?P<resource>[^/]+)/?$", scim_view),
-    path("<str:directory_id>/<str:resource>/<path:resource_id>", scim_view),
-]
+urlpatterns = [re_path(f"^{pattern}$", scim_view) for pattern in PATTERNS]

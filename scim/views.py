@@ -1,28 +1,31 @@
-"""HTTP adapter of the SCIM endpoint: headers and bytes in, scim.api.scim_request, bytes out.
+"""HTTP adapter of the SCIM endpoint: headers and bytes in, scim.api.process, bytes out.
 
 `scim_answer` is the adapter; `scim_view` feeds it from Django's request, scim.wsgi straight from the
-WSGI environ (the path production takes). Every answer, errors included, is `application/scim+json`
-(interop E11). Body size and content type are checked before anything else so that a huge or non-JSON
-body is never read into the processor.
+WSGI environ (the path production takes). Both hand it the environ and a way to read the body, and
+`http_request` makes them the one `ScimRequest` (scim/request.py) the processor takes. Every answer,
+errors included, is `application/scim+json` (interop E11). Body size and content type are checked
+before anything else so that a huge or non-JSON body is never read into the processor.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import orjson
 from django.core.exceptions import BadRequest, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.utils.http import parse_header_parameters
 from django.views.decorators.csrf import csrf_exempt
 
 from core.logfilters import mark_logged
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
-from scim.api import MAX_BODY_BYTES, allowed_methods, scim_request
+from scim.api import MAX_BODY_BYTES, allowed_methods, process
 from scim.errors import ScimError, invalid_syntax
+from scim.request import ScimRequest
 
 logger = logging.getLogger("roster.scim")
 
@@ -39,33 +42,29 @@ RESOURCES = {
 }
 
 
-class Request(NamedTuple):
-    """What the SCIM endpoint reads of an HTTP request, from Django's request (`scim_view`) or straight
-    from the WSGI environ (scim.wsgi). The query and the body are read only when needed."""
-
-    method: str
-    path: str  # for the log line of an internal error only
-    content_length: str | None
-    content_type: Callable[[], str]
-    authorization: str
-    query: Callable[[], dict[str, str | None]]
-    body: Callable[[], bytes]
-    request_id: str | None = None  # the incoming X-Request-Id, kept when sane (core.requestid)
-
-
 def scim_answer(
-    request: Request, directory_id: str, resource: str = "", resource_id: str = ""
+    environ: Mapping[str, Any],
+    read_body: Callable[[], bytes],
+    directory_id: str,
+    resource: str = "",
+    resource_id: str = "",
 ) -> tuple[int, bytes, list[tuple[str, str]]]:
     """The status, body and headers of the answer to one SCIM request; never raises.
+
+    `environ` is the request's WSGI environ (Django's `request.META`), `read_body` reads its body (called
+    at most once, see `http_request`); the other arguments are the route's (scim/routes.py).
 
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
     the request's id (`X-Request-Id`, on every answer). The log lines name the method, the path and the
     request id, never the body, the query or the Authorization header (they carry PII and secrets)."""
-    request_id = request_id_from(request.request_id)
-    allow = data = None
+    method = (environ.get("REQUEST_METHOD") or "GET").upper()
+    request_id = request_id_from(environ.get(ENVIRON_KEY))
+    request = data = None
     extra: list[tuple[str, str]] = []
     try:
-        status, data, allow = _handle(request, directory_id, resource, resource_id)
+        request = http_request(environ, read_body, method, directory_id, resource, resource_id)
+        result = process(request)
+        status, data = result["status"], result["data"]
         body = b"" if data is None else encode(data)
     except ScimError as exc:
         status, body = exc.status, orjson.dumps(exc.body())
@@ -79,8 +78,8 @@ def scim_answer(
         # connection when the request finishes (request_finished), so the next request connects anew.
         logger.warning(
             "SCIM request %s %r answered 503, database unavailable (%s) request_id=%s",
-            request.method,
-            request.path,
+            method,
+            _path(environ),
             type(exc).__name__,
             request_id,
         )
@@ -89,14 +88,14 @@ def scim_answer(
         extra.append(("Retry-After", str(RETRY_AFTER_SECONDS)))
     except Exception:
         # A safety net, not a code path: the traceback and the request id, so the answer can be traced.
-        logger.exception("SCIM request %s %r failed request_id=%s", request.method, request.path, request_id)
+        logger.exception("SCIM request %s %r failed request_id=%s", method, _path(environ), request_id)
         status = 500
         body = orjson.dumps(ScimError(500, f"Internal error (request {request_id}).").body())
     headers = [("Content-Type", CONTENT_TYPE), (HEADER, request_id), *extra]
     if status == 401:
         headers.append(("WWW-Authenticate", 'Bearer realm="Roster SCIM"'))
-    if status == 405 and allow:
-        headers.append(("Allow", allow))
+    if status == 405 and request is not None:
+        headers.append(("Allow", ", ".join(allowed_methods(request.resource_type, request.resource_id) or ("GET",))))
     if status == 201 and isinstance(data, dict):
         location = (data.get("meta") or {}).get("location")
         if location:
@@ -121,24 +120,50 @@ def bearer(authorization: str) -> str | None:
     return token.strip()
 
 
+def http_request(
+    environ: Mapping[str, Any],
+    read_body: Callable[[], bytes],
+    method: str,
+    directory_id: str,
+    resource: str,
+    resource_id: str,
+) -> ScimRequest:
+    """The SCIM request of an HTTP request. A body longer than MAX_BODY_BYTES by its Content-Length is
+    refused (413) before it is read; it is read only for a method its route takes one with, and must
+    then be JSON (415). The query is parsed as Django's `request.GET` is, last value of a name winning."""
+    resource_id = resource_id.strip("/")
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > MAX_BODY_BYTES:
+        raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+    resource_type = RESOURCES.get(resource.lower(), resource.lower() or "-")
+    allowed = allowed_methods(resource_type, resource_id)
+    wants_body = method in ("POST", "PUT", "PATCH") and allowed is not None and method in allowed
+    body = read_body() if wants_body else b""
+    if body and parse_header_parameters(environ.get("CONTENT_TYPE", ""))[0] not in ACCEPTED_TYPES:
+        raise ScimError(415, "Send the body as application/scim+json or application/json.")
+    raw_query = environ.get("QUERY_STRING", "")
+    query: dict[str, str | None] = {}
+    if raw_query:
+        params = QueryDict(raw_query.encode("iso-8859-1"))  # as WSGIRequest.GET: the raw bytes, decoded as UTF-8
+        query = {k: params.get(k) for k in params}
+    return ScimRequest.build(
+        method=method,
+        directory_id=directory_id,
+        resource_type=resource_type,
+        resource_id=resource_id,
+        query=query,
+        body=body if wants_body else None,
+        secret=bearer(environ.get("HTTP_AUTHORIZATION", "")),
+    )
+
+
 @csrf_exempt
 def scim_view(request: HttpRequest, directory_id: str, resource: str = "", resource_id: str = "") -> HttpResponse:
-    status, body, headers = scim_answer(
-        Request(
-            method=request.method or "GET",
-            path=request.path,
-            content_length=request.META.get("CONTENT_LENGTH"),
-            content_type=lambda: request.content_type or "",
-            # META, not request.headers: the latter builds a dict of every header to answer one lookup.
-            authorization=request.META.get("HTTP_AUTHORIZATION", ""),
-            query=lambda: {k: request.GET.get(k) for k in request.GET},
-            body=lambda: request.body,
-            request_id=request.META.get(ENVIRON_KEY),
-        ),
-        directory_id,
-        resource,
-        resource_id,
-    )
+    # request.body, not META's wsgi.input: Django reads the stream limited to the Content-Length.
+    status, body, headers = scim_answer(request.META, lambda: request.body, directory_id, resource, resource_id)
     response = HttpResponse(body, status=status, content_type=CONTENT_TYPE)
     if status >= 500:
         # scim_answer logged it once, with the request id; django.request would log a second line.
@@ -148,32 +173,6 @@ def scim_view(request: HttpRequest, directory_id: str, resource: str = "", resou
     return response
 
 
-def _handle(
-    request: Request, directory_id: str, resource: str, resource_id: str
-) -> tuple[int, dict[str, Any] | None, str]:
-    method = request.method
-    resource_id = resource_id.strip("/")
-    try:
-        length = int(request.content_length or 0)
-    except ValueError:
-        length = 0
-    if length > MAX_BODY_BYTES:
-        raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-    resource_type = RESOURCES.get(resource.lower(), resource.lower() or "-")
-    allowed = allowed_methods(resource_type, resource_id)
-    wants_body = method in ("POST", "PUT", "PATCH") and allowed is not None and method in allowed
-    body = request.body() if wants_body else b""
-    if body and request.content_type() not in ACCEPTED_TYPES:
-        raise ScimError(415, "Send the body as application/scim+json or application/json.")
-    result = scim_request(
-        {
-            "method": method,
-            "body": body if wants_body else None,
-            "directoryId": directory_id,
-            "resourceId": resource_id or None,
-            "resourceType": resource_type,
-            "apiSecret": bearer(request.authorization),
-            "query": request.query(),
-        }
-    )
-    return result["status"], result["data"], ", ".join(allowed or ("GET",))
+def _path(environ: Mapping[str, Any]) -> str:
+    """The request's path, for a log line (never its query string)."""
+    return environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")

@@ -5,7 +5,8 @@ logging) costs a SCIM request about as much CPU as its database lookup: a GET of
 733 Python calls through it and makes 499 here (bench/README.md, session 8). Here a SCIM request goes
 from the environ to `scim.views.scim_answer` and back to the server:
 
-- Routing: the same three patterns as scim/urls.py, on the path decoded the way Django decodes it.
+- Routing: `scim.routes.scim_route`, the table scim/urls.py is built from, on the path decoded the way
+  Django decodes it.
 - The host check (ALLOWED_HOSTS, what CommonMiddleware does first): Django's own `get_host()`, run
   once per distinct Host header and remembered.
 - The headers SecurityMiddleware would add (nosniff, Referrer-Policy, Cross-Origin-Opener-Policy), and
@@ -23,7 +24,6 @@ the default pair, SECURE_SSL_REDIRECT, HSTS, PREPEND_WWW, APPEND_SLASH or DISALL
 from __future__ import annotations
 
 import http
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -31,35 +31,14 @@ from django.conf import settings
 from django.core import signals
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_path_info
-from django.http import QueryDict
-from django.utils.http import parse_header_parameters
 
-from core.requestid import ENVIRON_KEY
-from scim.views import Request, scim_answer
+from scim.routes import scim_route
+from scim.views import scim_answer
 
-PREFIX = "/api/scim/v2.0/"
-# scim/urls.py under PREFIX, in its order: re_path with ^…$ and path() converters (str: [^/]+, path: .+).
-ROUTES = (
-    re.compile(r"(?P<directory_id>[^/]+)/?"),
-    re.compile(r"(?P<directory_id>[^/]+)/(?P<resource>[^/]+)/?"),
-    re.compile(r"(?P<directory_id>[^/]+)/(?P<resource>[^/]+)/(?P<resource_id>.+)"),
-)
 # The SCIM_MIDDLEWARE whose work this module does itself (config/settings.py).
 COVERED_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "django.middleware.common.CommonMiddleware"]
 _REASONS = {status.value: status.phrase for status in http.HTTPStatus}
 _HOSTS_REMEMBERED = 64
-
-
-def route(path: str) -> dict[str, str] | None:
-    """The view arguments of a SCIM path, or None when scim/urls.py would not match it."""
-    if not path.startswith(PREFIX):
-        return None
-    rest = path[len(PREFIX) :]
-    for pattern in ROUTES:
-        match = pattern.fullmatch(rest)
-        if match:
-            return match.groupdict()
-    return None
 
 
 def covered() -> bool:
@@ -96,12 +75,12 @@ class ScimApplication:
         self._hosts: dict[tuple[Any, ...], bool] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        args = route(get_path_info(environ)) if covered() else None
+        args = scim_route(get_path_info(environ)) if covered() else None
         if args is None or not self._host_allowed(environ):
             return self.fallback(environ, start_response)
         signals.request_started.send(sender=self.__class__, environ=environ)
         try:
-            status, body, headers = scim_answer(_request(environ), **args)
+            status, body, headers = scim_answer(environ, lambda: _body(environ), **args)
         finally:
             signals.request_finished.send(sender=self.__class__)
         headers += security_headers()
@@ -134,31 +113,10 @@ class ScimApplication:
         return allowed
 
 
-def _request(environ: dict[str, Any]) -> Request:
-    """The request as scim.views reads it, with the same values Django's WSGIRequest would give."""
-    length = environ.get("CONTENT_LENGTH")
-
-    def body() -> bytes:
-        try:
-            size = int(length or 0)
-        except ValueError:
-            size = 0
-        return environ["wsgi.input"].read(size) if size > 0 else b""
-
-    def query() -> dict[str, str | None]:
-        raw = environ.get("QUERY_STRING", "")
-        if not raw:
-            return {}
-        params = QueryDict(raw.encode("iso-8859-1"))  # as WSGIRequest.GET: the raw bytes, decoded as UTF-8
-        return {k: params.get(k) for k in params}
-
-    return Request(
-        method=environ.get("REQUEST_METHOD", "GET").upper(),
-        path=environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""),
-        content_length=length,
-        content_type=lambda: parse_header_parameters(environ.get("CONTENT_TYPE", ""))[0],
-        authorization=environ.get("HTTP_AUTHORIZATION", ""),
-        query=query,
-        body=body,
-        request_id=environ.get(ENVIRON_KEY),
-    )
+def _body(environ: dict[str, Any]) -> bytes:
+    """The body as Django's WSGIRequest reads it: CONTENT_LENGTH bytes, none when that is missing or invalid."""
+    try:
+        size = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        size = 0
+    return environ["wsgi.input"].read(size) if size > 0 else b""

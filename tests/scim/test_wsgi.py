@@ -285,3 +285,89 @@ def test_scim_wsgi_and_django_give_the_same_funnel_answers(
     headers = dict(run(fast, f"{base}/Users", **auth)[1])
     assert headers["Content-Type"] == SCIM_CT and headers["X-Request-Id"]
     assert (headers.get("Retry-After") == "5") is (status == 503)
+
+
+# --- one route table: scim.urls and scim.wsgi both route by scim.routes ------------------------------
+
+# Paths after the prefix, as Django's get_path_info() gives them (decoded): a trailing slash, doubled
+# slashes, a percent-encoded slash (a literal "%2F" once the server has decoded "%252F"), `.search`,
+# an empty id, unicode, control characters, a newline (which `$` alone would let through).
+TRICKY_PATHS = [
+    "",
+    "{d}",
+    "{d}/",
+    "{d}//",
+    "{d}/Users",
+    "{d}/Users/",
+    "{d}/Users//",
+    "{d}/Users///",
+    "{d}/.search",
+    "{d}/.search/",
+    "{d}/Users/.search",
+    "{d}/Users/.search/",
+    "{d}/Users/a%2Fb",
+    "{d}/Users/a/b",
+    "{d}/Users/%2F",
+    "{d}/Users/ ",
+    "{d}/Users/é",
+    "{d}/Üsers/ß",
+    "{d}/Users/\u2028",
+    "{d}/Users/\x00",
+    "{d}/Users/x\n",
+    "{d}\n/Users",
+    "{d}/Users\n",
+    "/{d}/Users",
+    "{d}//Users",
+    "{d}/ResourceTypes/User",
+    "{d}/Users/..",
+]
+
+
+def _django_route(path: str) -> dict[str, str] | None:
+    """The view arguments Django's resolver (the whole URLconf) gives a path, or None when it is not
+    scim_view's."""
+    from django.urls import Resolver404, resolve
+
+    from scim.views import scim_view
+
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return None
+    return match.kwargs if match.func is scim_view else None
+
+
+def test_django_urlpatterns_are_built_from_the_route_table() -> None:
+    from scim.routes import PATTERNS
+    from scim.urls import urlpatterns
+    from scim.views import scim_view
+
+    assert [p.pattern.regex.pattern for p in urlpatterns] == [f"^{pattern}$" for pattern in PATTERNS]
+    assert all(p.callback is scim_view for p in urlpatterns)
+
+
+def test_django_and_the_wsgi_matcher_route_tricky_paths_alike(directory_a: Directory) -> None:
+    from scim.routes import PREFIX, scim_route
+
+    routed = 0
+    for rest in TRICKY_PATHS:
+        path = PREFIX + rest.format(d=directory_a.id)
+        ours = scim_route(path)
+        assert ours == _django_route(path), path
+        routed += ours is not None
+    assert 0 < routed < len(TRICKY_PATHS)  # both kinds are in the list
+    for path in ("/api/scim/v2.0", "/api/scim/v2.0//", "/api/scim/v2.1/x/Users", "/API/scim/v2.0/x/Users"):
+        assert scim_route(path) is None and _django_route(path) is None, path
+
+
+def test_tricky_paths_get_the_same_answer_through_both_entries(directory_a: Directory, fast: Any) -> None:
+    from scim.routes import PREFIX, scim_route
+
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
+    unrouted = 0
+    for rest in TRICKY_PATHS:
+        decoded = PREFIX + rest.format(d=directory_a.id)
+        path_info = decoded.encode().decode("latin-1")  # PATH_INFO as a server gives it
+        same_answer(fast, path_info, **auth)
+        unrouted += scim_route(decoded) is None
+    assert fast.fallback_calls() == unrouted  # exactly the paths the table does not match went to Django

@@ -32,7 +32,7 @@ from bench.httpclient import Client
 from bench.procs import CpuMeter, MemorySampler, Service, postgres_backends, process_tree, wait_http
 from bench.profiling import PhaseProfiler, recording
 from bench.stats import median_summary
-from bench.workload import Workload, WorkloadConfig, totals
+from bench.workload import Workload, WorkloadConfig, totals, write_p99_ms
 
 RESULTS = systems.BENCH / "results"
 # What `--busy` runs: a process that only burns CPU, as another tenant of the host would. It starts after
@@ -42,6 +42,19 @@ BUSY_LOOP = "while True: pass"
 
 def log(message: str) -> None:
     print(message, flush=True)
+
+
+def receiver_start(port: int, secret: str, *, logs: Path) -> Service:
+    """The webhook receiver (bench.receiver, its own process), up and answering."""
+    receiver = Service(
+        "receiver",
+        [sys.executable, "-m", "bench.receiver", "--port", str(port), f"--secret={secret}"],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=systems.ROOT,
+        log=logs / "receiver.log",
+    )
+    wait_http("127.0.0.1", port, "/health", timeout=20, proc=receiver)
+    return receiver
 
 
 def wait_webhooks(
@@ -151,6 +164,7 @@ def run_one(
         "concurrency": concurrency,
         "phases": [r.summary() for r in results],
         "total": totals(results),
+        "write_p99_ms": write_p99_ms(results),
         "webhooks": webhooks,
         "cpu_seconds": cpu,
         "cpu_ms_per_request": cpu_per_request,
@@ -275,14 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     profiler: PhaseProfiler | None = None
     busy: list[Service] = []
     try:
-        receiver = Service(
-            "receiver",
-            [sys.executable, "-m", "bench.receiver", "--port", str(args.receiver_port), f"--secret={webhook_secret}"],
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            cwd=systems.ROOT,
-            log=logs / "receiver.log",
-        )
-        wait_http("127.0.0.1", args.receiver_port, "/health", timeout=20, proc=receiver)
+        receiver = receiver_start(args.receiver_port, webhook_secret, logs=logs)
         by_name: dict[str, systems.System] = {}
         if "jackson" in wanted:
             systems.jackson_install(log)

@@ -130,6 +130,8 @@ class RosterOptions:
     celery_concurrency: int = 4
     encrypt_secrets: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
+    bin_dir: Path = VENV_BIN  # the virtualenv whose python, gunicorn (and Celery) run Roster
+    web: list[str] | None = None  # the web server's command; None: gunicorn -c config/gunicorn.conf.py
 
 
 def gunicorn_arguments_add(parser: argparse.ArgumentParser) -> None:
@@ -181,7 +183,7 @@ def roster_env(opts: RosterOptions) -> dict[str, str]:
 def roster_start(opts: RosterOptions, *, logs: Path) -> System:
     recreate_database(opts.database)
     env = roster_env(opts)
-    _run([str(VENV_BIN / "python"), "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env)
+    _run([str(opts.bin_dir / "python"), "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env)
     _run(["redis-cli", "-n", str(opts.redis_db), "FLUSHDB"])
     system = System(
         "roster",
@@ -193,18 +195,18 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
         database=opts.database,
         env=env,
     )
-    gunicorn = [
-        str(VENV_BIN / "gunicorn"),
+    gunicorn = opts.web or [
+        str(opts.bin_dir / "gunicorn"),
         "-c",
         "config/gunicorn.conf.py",
         "--bind",
         f"127.0.0.1:{opts.port}",
         "config.wsgi:application",
     ]
-    if opts.gunicorn_workers:
+    if opts.gunicorn_workers and not opts.web:
         gunicorn[3:3] = ["--workers", str(opts.gunicorn_workers)]
     celery = [
-        str(VENV_BIN / "python"),
+        str(opts.bin_dir / "python"),
         "-m",
         "config.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
         "--pool",

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bench.httpclient import Client, Response
-from bench.stats import PhaseResult
+from bench.stats import PhaseResult, percentile
 
 USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:User"
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
@@ -314,3 +314,13 @@ def totals(results: list[PhaseResult]) -> dict[str, float]:
         "rps": round(requests / seconds, 1) if seconds else 0.0,
         "errors": sum(r.errors for r in results),
     }
+
+
+# The phases whose requests change data (and make webhook events).
+WRITE_PHASES = ("create_users", "create_groups", "add_members", "deactivate", "delete")
+
+
+def write_p99_ms(results: list[PhaseResult]) -> float:
+    """The p99 of every write request of a run, the write phases pooled."""
+    latencies = [x for r in results if r.name in WRITE_PHASES for x in r.latencies]
+    return round(percentile(latencies, 99) * 1000.0, 2)

@@ -29,10 +29,8 @@ from directories.selectors import (
     directory_get,
     directory_list,
     group_member_ids,
-    page_rows,
-    tenant_directory_get,
     tenant_group_get,
-    tenant_groups,
+    tenant_groups_page,
     tenant_user_get,
     tenant_users_page,
 )
@@ -64,7 +62,7 @@ def _directory_filter(request: Request, tenant: str, product: str) -> Directory 
     directory_id = request.query_params.get("directoryId")
     if directory_id is None:
         return None
-    directory = tenant_directory_get(tenant=tenant, product=product, directory_id=directory_id)
+    directory = directory_get(directory_id=directory_id, tenant=tenant, product=product)
     if directory is None:
         raise NotFound("Directory not found.")
     return directory
@@ -220,9 +218,10 @@ class GroupListApi(ApiView):
         directory = _directory_filter(request, tenant, product)
         if limit == 0:
             return ok([])
-        groups = tenant_groups(tenant=tenant, product=product, directory_id=directory.id if directory else None)
-        groups = groups.only("id", "display_name", "raw")
-        return ok([group_data(g) for g in page_rows(groups, offset=offset, limit=limit)])
+        groups = tenant_groups_page(
+            tenant=tenant, product=product, directory_id=directory.id if directory else None, offset=offset, limit=limit
+        )
+        return ok([group_data(g) for g in groups])
 
 
 class GroupDetailApi(ApiView):

@@ -17,8 +17,6 @@ from django.views.decorators.cache import never_cache
 
 from adminauth.throttle import client_ip as admin_client_ip
 from directories.errors import ValidationFailed
-from directories.models import Directory
-from directories.selectors import directory_get
 
 PAGE_SIZE = 50
 
@@ -55,10 +53,6 @@ def paginate(request: HttpRequest, queryset: QuerySet, *, per_page: int = PAGE_S
 def not_found(request: HttpRequest, what: str) -> HttpResponse:
     """A 404 inside the portal's layout. Unknown ids and malformed ids look the same."""
     return render(request, "portal/not_found.html", {"what": what}, status=404)
-
-
-def directory_or_none(directory_id: str) -> Directory | None:
-    return directory_get(directory_id=directory_id)
 
 
 def search_term(request: HttpRequest, name: str = "q") -> str:

@@ -8,7 +8,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from portal.views.common import admin_page, directory_or_none, not_found, paginate
+from directories.selectors import directory_get
+from portal.views.common import admin_page, not_found, paginate
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_get
 from webhooks.selectors import delivery_list as deliveries_of
@@ -24,7 +25,7 @@ def _payload_pretty(data: dict) -> str:
 
 @admin_page
 def delivery_list(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     status = request.GET.get("status", "all")
@@ -53,7 +54,7 @@ def delivery_list(request: HttpRequest, directory_id: str) -> HttpResponse:
 
 @admin_page
 def delivery_detail(request: HttpRequest, directory_id: str, delivery_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     delivery = delivery_get(directory=directory, delivery_id=delivery_id)

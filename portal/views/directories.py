@@ -17,13 +17,12 @@ from adminauth import services as admin_services
 from directories.errors import RosterError, ValidationFailed
 from directories.models import DirectoryType
 from directories.rendering import scim_endpoint
-from directories.selectors import directory_groups, directory_users
+from directories.selectors import directory_get, directory_groups, directory_users
 from portal.forms import DeleteConfirmForm, DirectoryCreateForm, DirectoryEditForm
 from portal.selectors import portal_directory_list
 from portal.views.common import (
     admin_page,
     client_ip,
-    directory_or_none,
     form_error_from,
     not_found,
     paginate,
@@ -75,7 +74,7 @@ def directory_create(request: HttpRequest) -> HttpResponse:
 
 @admin_page
 def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     notes = [(value, label, value == directory.type) for value, label in SETUP_NOTES]
@@ -96,7 +95,7 @@ def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
 @admin_page
 @require_http_methods(["GET", "POST"])
 def directory_edit(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     initial = {
@@ -130,7 +129,7 @@ def _flag_from_post(request: HttpRequest) -> bool | None:
 @admin_page
 @require_POST
 def directory_logging_set(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     value = _flag_from_post(request)
@@ -151,7 +150,7 @@ def directory_logging_set(request: HttpRequest, directory_id: str) -> HttpRespon
 @admin_page
 @require_POST
 def directory_active_set(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     value = _flag_from_post(request)
@@ -173,7 +172,7 @@ def directory_active_set(request: HttpRequest, directory_id: str) -> HttpRespons
 @admin_page
 @require_http_methods(["GET", "POST"])
 def directory_scim_secret_rotate(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     if request.method == "POST":
@@ -193,7 +192,7 @@ def directory_scim_secret_rotate(request: HttpRequest, directory_id: str) -> Htt
 @admin_page
 @require_http_methods(["GET", "POST"])
 def directory_webhook_secret_rotate(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     if not directory.webhook_url:
@@ -217,7 +216,7 @@ def directory_webhook_secret_rotate(request: HttpRequest, directory_id: str) -> 
 @admin_page
 @require_http_methods(["GET", "POST"])
 def directory_delete(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     form = DeleteConfirmForm(request.POST or None, expected_name=directory.name)

@@ -7,9 +7,9 @@ import json
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from directories.selectors import directory_group_get, directory_user_get
+from directories.selectors import directory_get, directory_group_get, directory_user_get
 from portal.selectors import portal_group_list, portal_group_members, portal_user_groups, portal_user_list
-from portal.views.common import admin_page, directory_or_none, not_found, paginate, search_term
+from portal.views.common import admin_page, not_found, paginate, search_term
 
 
 def _pretty(raw: object) -> str:
@@ -18,7 +18,7 @@ def _pretty(raw: object) -> str:
 
 @admin_page
 def user_list(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     q = search_term(request)
@@ -28,7 +28,7 @@ def user_list(request: HttpRequest, directory_id: str) -> HttpResponse:
 
 @admin_page
 def user_detail(request: HttpRequest, directory_id: str, user_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     user = directory_user_get(directory=directory, user_id=user_id)
@@ -49,7 +49,7 @@ def user_detail(request: HttpRequest, directory_id: str, user_id: str) -> HttpRe
 
 @admin_page
 def group_list(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     q = search_term(request)
@@ -59,7 +59,7 @@ def group_list(request: HttpRequest, directory_id: str) -> HttpResponse:
 
 @admin_page
 def group_detail(request: HttpRequest, directory_id: str, group_id: str) -> HttpResponse:
-    directory = directory_or_none(directory_id)
+    directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
     group = directory_group_get(directory=directory, group_id=group_id)

@@ -180,10 +180,13 @@ def use_broker(url: str | None) -> None:
 
     dispatch._broker_down_until = 0.0
     app.conf.broker_url = url
-    # Not closed: kombu keeps one pool per broker URL in a global registry and would hand the closed
-    # pool back on the next switch to the same URL.
-    app._pool = None
-    app.amqp._producer_pool = None
+    # The app keeps its connection pool and its producer pool (kombu's, for the URL it first used).
+    # app.close() drops its reference to the connection pool without closing it (kombu keeps one pool
+    # per broker URL in a global registry and would hand a closed pool back on the next switch to the
+    # same URL); deleting the cached `amqp` drops the producer pool with it. Both are built again, for
+    # the new URL, on the next publish.
+    app.close()
+    del app.amqp
 
 
 def broker_reachable(url: str) -> bool:

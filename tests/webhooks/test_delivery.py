@@ -599,61 +599,123 @@ def test_concurrent_drains_of_one_directory_claim_each_event_exactly_once(
 
 
 # --- one kick per transaction and directory ----------------------------------------------------------
+# The kicks are counted where they happen (dispatch.kick), after the commit: on SQLite the test's own
+# transaction never commits, so the capture (outside the transaction under test) runs the callbacks.
 
 
-def _kicks(callbacks: list) -> list[tuple[uuid.UUID, str]]:
-    from webhooks.services.recording import _Kick
+@pytest.fixture
+def kicks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[uuid.UUID, str]]:
+    from webhooks import dispatch
 
-    return [(c.directory_id, c.target) for c in callbacks if isinstance(c, _Kick)]
+    kicked: list[tuple[uuid.UUID, str]] = []
+    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: kicked.append((directory_id, target)))
+    return kicked
 
 
 def test_a_transaction_recording_events_twice_kicks_each_directory_once(
     hooked_directory: Directory,
     global_receiver: Receiver,
+    kicks: list[tuple[uuid.UUID, str]],
     django_capture_on_commit_callbacks,  # noqa: ANN001
 ) -> None:
     from django.db import transaction
 
     from webhooks.services import directory_event_record
 
-    with transaction.atomic(), django_capture_on_commit_callbacks() as callbacks:
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         events_record(directory=hooked_directory, events=[("user.created", {"id": "1"})])
         events_record(directory=hooked_directory, events=[("group.created", {"id": "g"}), ("group.user_added", {})])
         directory_event_record(directory=hooked_directory, event_type="dsync.activated", data={})
-    assert _kicks(callbacks) == [(hooked_directory.id, "directory"), (hooked_directory.id, "global")]
+        assert kicks == []  # nothing before the commit
+    assert kicks == [(hooked_directory.id, "directory"), (hooked_directory.id, "global")]
     assert WebhookEvent.objects.filter(directory_id=hooked_directory.id).count() == 4
 
 
 def test_a_kick_rolled_back_with_its_savepoint_is_registered_again_by_the_next_record(
     hooked_directory: Directory,
+    kicks: list[tuple[uuid.UUID, str]],
     django_capture_on_commit_callbacks,  # noqa: ANN001
 ) -> None:
     from django.db import transaction
 
-    with transaction.atomic(), django_capture_on_commit_callbacks() as callbacks:
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         with pytest.raises(RuntimeError), transaction.atomic():
             events_record(directory=hooked_directory, events=[("user.created", {"id": "gone"})])
             raise RuntimeError("rolled back")
         kept = events_record(directory=hooked_directory, events=[("user.created", {"id": "kept"})])
-    assert _kicks(callbacks) == [(hooked_directory.id, "directory")]
+    assert kicks == [(hooked_directory.id, "directory")]
     assert list(WebhookEvent.objects.values_list("id", flat=True)) == [uuid.UUID(kept[0]["id"])]
 
 
 def test_an_event_recorded_in_a_savepoint_relies_on_the_kick_of_the_enclosing_transaction(
     hooked_directory: Directory,
+    kicks: list[tuple[uuid.UUID, str]],
     django_capture_on_commit_callbacks,  # noqa: ANN001
 ) -> None:
     from django.db import transaction
 
-    with transaction.atomic(), django_capture_on_commit_callbacks() as callbacks:
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         events_record(directory=hooked_directory, events=[("user.created", {"id": "1"})])
         with pytest.raises(RuntimeError), transaction.atomic():
             events_record(directory=hooked_directory, events=[("user.updated", {"id": "1"})])
             raise RuntimeError("rolled back")
         with transaction.atomic():
             events_record(directory=hooked_directory, events=[("user.deleted", {"id": "1"})])
-    assert _kicks(callbacks) == [(hooked_directory.id, "directory")]  # survived both savepoints
+    assert kicks == [(hooked_directory.id, "directory")]  # survived both savepoints
     assert WebhookEvent.objects.count() == 2
+
+
+def test_a_savepoint_rolled_back_alone_kicks_nothing_and_the_enclosing_records_still_kick(
+    hooked_directory: Directory,
+    global_receiver: Receiver,
+    kicks: list[tuple[uuid.UUID, str]],
+    django_capture_on_commit_callbacks,  # noqa: ANN001
+) -> None:
+    """The only event of the key lived in a rolled-back savepoint: no kick for it, even though the
+    transaction commits (with an event of another key, whose kick still happens)."""
+    from django.db import transaction
+
+    from webhooks.services import directory_event_record
+
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        with pytest.raises(RuntimeError), transaction.atomic():
+            events_record(directory=hooked_directory, events=[("user.created", {"id": "gone"})])
+            raise RuntimeError("rolled back")
+        directory_event_record(directory=hooked_directory, event_type="dsync.activated", data={})
+    assert kicks == [(hooked_directory.id, "global")]
+    assert list(WebhookEvent.objects.values_list("target", flat=True)) == ["global"]
+
+
+def test_a_rolled_back_transaction_kicks_nothing_and_the_next_one_kicks_once(
+    hooked_directory: Directory,
+    kicks: list[tuple[uuid.UUID, str]],
+    django_capture_on_commit_callbacks,  # noqa: ANN001
+) -> None:
+    from django.db import transaction
+
+    with django_capture_on_commit_callbacks(execute=True):
+        with pytest.raises(RuntimeError), transaction.atomic():
+            events_record(directory=hooked_directory, events=[("user.created", {"id": "1"})])
+            events_record(directory=hooked_directory, events=[("user.updated", {"id": "1"})])
+            raise RuntimeError("rolled back")
+    assert kicks == []
+    assert not WebhookEvent.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        events_record(directory=hooked_directory, events=[("user.created", {"id": "2"})])
+        events_record(directory=hooked_directory, events=[("user.updated", {"id": "2"})])
+    assert kicks == [(hooked_directory.id, "directory")]
+    assert WebhookEvent.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_each_record_kicks_at_once(
+    hooked_directory: Directory, kicks: list[tuple[uuid.UUID, str]]
+) -> None:
+    """In autocommit every record is its own transaction, committed by the time it returns."""
+    events_record(directory=hooked_directory, events=[("user.created", {"id": "1"})])
+    assert kicks == [(hooked_directory.id, "directory")]
+    events_record(directory=hooked_directory, events=[("user.updated", {"id": "1"})])
+    assert kicks == [(hooked_directory.id, "directory")] * 2
 
 
 # --- batches of global events and of dropped ones ------------------------------------------------------

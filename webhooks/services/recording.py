@@ -3,8 +3,10 @@ commit: one kick per (directory, target) per transaction, not one per event (con
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,33 +39,41 @@ def event_payload(
     }
 
 
-class _Kick:
-    """The after-commit callback: `dispatch.kick` for one (directory, target). A class rather than a
-    partial so a transaction that records events twice can find the kick it already registered."""
+class _Kicks:
+    """The kicks one transaction of one connection asks for. Every record registers its own
+    after-commit callback (Django discards those of a savepoint that rolls back, together with its
+    rows, and all of them when the transaction rolls back); the first callback to run marks the batch
+    committed, and of the callbacks for one (directory, target) only the first kicks: a drain claims
+    every pending event of the key, so a second kick would only cost a second broker round trip."""
 
-    __slots__ = ("directory_id", "target")
+    __slots__ = ("committed", "kicked")
 
-    def __init__(self, directory_id: uuid.UUID, target: str) -> None:
-        self.directory_id = directory_id
-        self.target = target
+    def __init__(self) -> None:
+        self.committed = False
+        self.kicked: set[tuple[uuid.UUID, str]] = set()
 
-    def __call__(self) -> None:
-        dispatch.kick(self.directory_id, self.target)
+    def kick(self, directory_id: uuid.UUID, target: str) -> None:
+        self.committed = True
+        key = (directory_id, target)
+        if key in self.kicked:
+            return
+        self.kicked.add(key)
+        dispatch.kick(directory_id, target)
+
+
+# The open batch of each database connection (connections belong to one thread). A batch whose
+# transaction rolled back ran no callback and kicked nothing, so the next transaction can use it.
+_batches: weakref.WeakKeyDictionary[Any, _Kicks] = weakref.WeakKeyDictionary()
 
 
 def _kick_after_commit(directory_id: uuid.UUID, target: str) -> None:
+    """Ask for a drain of (directory, target) once the current transaction commits (at once in
+    autocommit, where Django runs the callback immediately): one kick per transaction and key."""
     connection = transaction.get_connection()
-    if connection.in_atomic_block:
-        # One kick per transaction and key: a drain claims every pending event of the key, so a second
-        # kick would only cost a second broker round trip. Relying on a kick registered earlier in this
-        # transaction is safe even across savepoints: Django discards it only when a savepoint that was
-        # open when it was registered rolls back, and that savepoint is still open now (released ones can
-        # no longer roll back), so the same rollback discards the rows recorded here too.
-        for entry in connection.run_on_commit:
-            func = entry[1]
-            if isinstance(func, _Kick) and func.directory_id == directory_id and func.target == target:
-                return
-    transaction.on_commit(_Kick(directory_id, target))
+    batch = _batches.get(connection)
+    if batch is None or batch.committed:
+        batch = _batches[connection] = _Kicks()
+    transaction.on_commit(functools.partial(batch.kick, directory_id, target))
 
 
 def _outbox_events(

@@ -172,7 +172,7 @@ def directory_users_page(
     """The number of the directory's users and `count` of them from position `start_index` (1-based),
     as instances built by `reader` (which reads "id" and "created_at" at least). PostgreSQL only.
     `page`: planned and possibly already read with the request's authentication
-    (scim.selectors.scim_directory_with)."""
+    (scim.storage.postgres)."""
     if page is None or page.start_index != start_index or page.count != count:
         page = UsersPage.plan(directory_id, start_index=start_index, count=count)
     if page.result is None:

@@ -28,8 +28,7 @@ from django.db.models import Q
 from directories.models import Directory
 from directories.selectors import directory_get
 from scim import schemas as discovery
-from scim import services, statements
-from scim.documents import patch_operations
+from scim import services, storage
 from scim.errors import ScimError, invalid_syntax, invalid_value, not_found
 from scim.filter_query import Equality, filter_plan
 from scim.inputs import check_document, check_query, text_ok
@@ -39,12 +38,10 @@ from scim.request import ScimRequest
 from scim.search import search_query
 from scim.selectors import (
     FirstRead,
-    scim_directory_with,
     scim_group_get,
     scim_group_members,
     scim_groups_page,
     scim_user_get,
-    scim_users_page,
 )
 
 logger = logging.getLogger("roster.scim")
@@ -91,10 +88,12 @@ def _json_fallback(raw: bytes, exc: Exception) -> Any:
 def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = None) -> Directory:
     """The directory whose SCIM secret this is. Every failure is the same 401 (interop T1, O9).
 
-    `read`: the request's first read, fetched in the same query as the directory (its rows are used
-    only after this check passes)."""
+    `read`: the request's first read, by keys taken from the URL, fetched with the directory where the
+    store can (its rows are used only after this check passes)."""
     directory = (
-        scim_directory_with(directory_id=directory_id, read=read) if read else directory_get(directory_id=directory_id)
+        storage.current().directory_with(directory_id=directory_id, read=read)
+        if read
+        else directory_get(directory_id=directory_id)
     )
     presented = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) and secret else b""
     expected = directory.scim_secret.encode() if directory is not None else _DUMMY_SECRET
@@ -137,56 +136,29 @@ def _projection(query: dict[str, Any]) -> Projection:
     return Projection(query.get("attributes"), query.get("excludedAttributes"))
 
 
-def _first_read(method: str, resource_type: str, resource_id: Any, query: Any, body: Any) -> FirstRead | None:
-    """What a request reads first, so that it can come with the authentication's directory lookup: the
-    user of a GET, PUT, PATCH or DELETE of one user (the writes' unlocked read, scim.services), a
-    page of users of a GET (unfiltered or filtered by one equality), or the group and users of a
-    PATCH that only adds members. None for anything else, or a request that is invalid (its error is
-    raised after authentication, as for any request)."""
-    if resource_type == "groups" and method == "PATCH" and resource_id and statements.enabled():
-        return _members_read(resource_id, body)
+def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -> FirstRead | None:
+    """What a request reads by keys taken straight from its URL, so that it can come with the
+    authentication's directory lookup: the user of GET /Users/<id> (and of PUT, PATCH and DELETE when
+    the store writes it optimistically, scim.storage), or an unfiltered page of users. Nothing is
+    parsed for it: a body or a filter waits until the request is authenticated. None for anything
+    else, or for an invalid id or paging (its error is raised after authentication, as for any
+    request)."""
     if resource_type != "users" or not isinstance(query, dict):
         return None
-    if method in ("PUT", "PATCH", "DELETE") and resource_id and statements.enabled():
-        try:
-            return FirstRead("user", user_id=uuid.UUID(str(resource_id)))
-        except ValueError:
-            return None
-    if method != "GET":
-        return None
     if resource_id:
+        if method != "GET" and (method not in ("PUT", "PATCH", "DELETE") or not storage.current().optimistic):
+            return None
         try:
             return FirstRead("user", user_id=uuid.UUID(str(resource_id)))
         except ValueError:
             return None
-    flt = query.get("filter")
+    if method != "GET" or query.get("filter") not in (None, ""):
+        return None
     try:
         start, count = paging(query)
-        condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
     except ScimError:
         return None
-    if condition is not None and not isinstance(condition, Equality):
-        return None
-    return FirstRead("users", equality=condition, start_index=start, count=count)
-
-
-def _members_read(group_id: Any, body: Any) -> FirstRead | None:
-    """A member add's group and users (scim.services.members_added). The body is parsed for it before
-    authentication, and kept with its operations (`FirstRead.body`, `.operations`) so that neither is
-    worked out twice; an invalid body is left for after authentication, which reports it as for any
-    request."""
-    try:
-        group_pk = uuid.UUID(str(group_id))
-        parsed = parse_json(body) if isinstance(body, bytes | str) else body
-        if parsed is not None and not isinstance(body, bytes | str):
-            check_document(parsed)
-        operations = patch_operations(parsed)
-        user_ids = services.members_added(operations)
-    except (ValueError, ScimError):
-        return None
-    if user_ids is None:
-        return None
-    return FirstRead("members", group_id=group_pk, user_ids=user_ids, body=parsed, operations=operations)
+    return FirstRead("users", start_index=start, count=count)
 
 
 class _Handler:
@@ -201,14 +173,11 @@ class _Handler:
         start, count = paging(self.query)
         projection = _projection(self.query)
         read = self.read
-        if read is not None and read.matches("users", start_index=start, count=count):
-            condition, rows, page = read.equality, read.rows, read.page  # the filter was parsed once, for the read
-        else:
-            flt = self.query.get("filter")
-            condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
-            rows = page = None
-        total, users = scim_users_page(
-            directory=self.directory, condition=condition, start_index=start, count=count, rows=rows, page=page
+        page = read.page if read is not None and read.matches("users", start_index=start, count=count) else None
+        flt = self.query.get("filter")
+        condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
+        total, users = storage.current().users_page(
+            directory=self.directory, condition=condition, start_index=start, count=count, page=page
         )
         resources = [projection.apply(user_resource(u)) for u in users]
         return 200, _list_response(total, start, resources)
@@ -267,7 +236,7 @@ class _Handler:
             raise refused[0]
         users_total, users = 0, []
         if "users" in conditions:
-            users_total, users = scim_users_page(
+            users_total, users = storage.current().users_page(
                 directory=self.directory, condition=conditions["users"], start_index=start, count=count
             )
         groups_total, groups = 0, []
@@ -349,15 +318,8 @@ def _route(
             write = services.scim_user_replace if method == "PUT" else services.scim_user_patch
             user, events = write(directory=directory, user_id=resource_id, body=body, known=known)
             return 200, _projection(query).apply(user_resource(user)), events
-        if method == "PUT":
-            group, events = services.scim_group_replace(directory=directory, group_id=resource_id, body=body)
-        else:
-            members = None
-            if read is not None and read.members is not None and read.operations and read.user_ids:
-                members = services.MembersAdd(operations=read.operations, user_ids=read.user_ids, read=read.members)
-            group, events = services.scim_group_patch(
-                directory=directory, group_id=resource_id, body=body, known=members
-            )
+        write = services.scim_group_replace if method == "PUT" else services.scim_group_patch
+        group, events = write(directory=directory, group_id=resource_id, body=body)
         projection = _projection(query)
         if method == "PATCH" and not projection.attributes:
             # Entra prefers 204 for group PATCH and never needs the member list back (interop E8).
@@ -394,7 +356,9 @@ def process(req: ScimRequest, callback: Callback | None = None) -> Result:
     try:
         if not text_ok(req.directory_id):
             raise ScimError(401, UNAUTHORIZED)  # cannot name a directory: the one 401 of every auth failure
-        read = _first_read(method, resource_type, resource_id, query, req.body)
+        # Authenticate first: before it, a request costs the directory lookup (and what its URL names),
+        # never the parsing of its body or filter.
+        read = _first_read(method, resource_type, resource_id, query)
         directory = authenticate(req.directory_id, req.secret, read=read)
         if not isinstance(query, dict):
             raise invalid_value("query must be an object.")
@@ -405,9 +369,7 @@ def process(req: ScimRequest, callback: Callback | None = None) -> Result:
         if not text_ok(resource_id):
             raise not_found()  # no id holds a NUL or a lone surrogate
         body = req.body
-        if read is not None and read.body is not None:
-            body = read.body  # parsed and checked before authentication, for the read
-        elif resource_type not in ("users", "groups", ".search"):
+        if resource_type not in ("users", "groups", ".search"):
             body = None  # discovery and unknown routes answer 405/404 before looking at a body
         elif isinstance(body, bytes | str):
             body = parse_json(body) if method in ("POST", "PUT", "PATCH") else None

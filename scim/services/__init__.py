@@ -17,9 +17,6 @@ The package is split by resource type: `users` and `groups` (memberships include
 from __future__ import annotations
 
 from scim.services.groups import (
-    CHUNK,
-    MembersAdd,
-    members_added,
     scim_group_create,
     scim_group_delete,
     scim_group_patch,
@@ -33,9 +30,6 @@ from scim.services.users import (
 )
 
 __all__ = [
-    "CHUNK",
-    "MembersAdd",
-    "members_added",
     "scim_group_create",
     "scim_group_delete",
     "scim_group_patch",

@@ -1,24 +1,17 @@
-"""SCIM writes of users: create, replace, patch, delete, each with its events."""
+"""SCIM writes of users: create, replace, patch, delete, each with its events (written by scim.storage)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError
 
-from directories.models import Directory, DirectoryUser, GroupMembership
-from directories.rendering import user_data
-from directories.rows import RowWriter
-from scim import statements
+from directories.models import Directory, DirectoryUser
+from scim import storage
 from scim.documents import patch_operations, require_object, user_finalize, user_patch
-from scim.errors import not_found, uniqueness
-from scim.selectors import scim_user_get
-from scim.statements import Events
-from webhooks.services import events_record
-
-_users = RowWriter(DirectoryUser)
-USER_FIELDS = ["user_name", "user_name_key", "external_id", "first_name", "last_name", "email", "active"]
+from scim.errors import uniqueness
+from scim.storage.portable import Events
 
 
 def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser, Events]:
@@ -26,14 +19,9 @@ def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser,
     raw, columns = user_finalize(require_object(body), user_id, default_active=True)
     user = DirectoryUser(id=user_id, directory=directory, raw=raw, **columns.as_dict())
     try:
-        if statements.enabled():
-            return user, statements.user_create(directory=directory, user=user)
-        with transaction.atomic():
-            _users.insert(user)
-            events = events_record(directory=directory, events=[("user.created", user_data(user))])
+        return user, storage.current().user_insert(directory=directory, user=user)
     except IntegrityError:
         raise uniqueness("A user with this userName") from None
-    return user, events
 
 
 def _user_apply(user: DirectoryUser, build: Any) -> list[str] | None:
@@ -49,44 +37,17 @@ def _user_apply(user: DirectoryUser, build: Any) -> list[str] | None:
     return [*new_values, "raw"]
 
 
-def _user_unlocked(*, directory: Directory, user_id: Any, known: list[DirectoryUser] | None) -> DirectoryUser | None:
-    """The user as the single-statement path reads it, without a lock: `known` when the request read it
-    with its authentication (scim.api; [] when there is no such user), else read now."""
-    if known is not None:
-        return known[0] if known else None
-    return scim_user_get(directory=directory, user_id=user_id)
-
-
 def _user_write(
-    *, directory: Directory, user_id: Any, build: Any, known: list[DirectoryUser] | None = None
+    *, directory: Directory, user_id: Any, build: Any, known: list[DirectoryUser] | None
 ) -> tuple[DirectoryUser, Events]:
-    """Compute the user's new document with `build(user)` and write it if it changed: in one statement
-    conditional on the row being unchanged (PostgreSQL), else, or when it changed, under its row lock.
-    `known`: see `_user_unlocked`."""
+    """Write the user's new document `build(user)` if it changed. `known`: the user as read with the
+    authentication (scim.api; [] when there is no such user), None when it was not read."""
     try:
-        if statements.enabled():
-            user = _user_unlocked(directory=directory, user_id=user_id, known=known)
-            if user is None:
-                raise not_found("User")
-            read_at = user.updated_at
-            names = _user_apply(user, build)
-            if names is None:
-                return user, []
-            events = statements.user_update(directory=directory, user=user, names=names, read_at=read_at)
-            if events is not None:
-                return user, events
-        with transaction.atomic():
-            user = scim_user_get(directory=directory, user_id=user_id, for_update=True)
-            if user is None:
-                raise not_found("User")
-            names = _user_apply(user, build)
-            if names is None:
-                return user, []
-            _users.update(user, names)
-            events = events_record(directory=directory, events=[("user.updated", user_data(user))])
+        return storage.current().user_update(
+            directory=directory, user_id=user_id, change=lambda user: _user_apply(user, build), known=known
+        )
     except IntegrityError:
         raise uniqueness("A user with this userName") from None
-    return user, events
 
 
 def scim_user_replace(
@@ -115,19 +76,4 @@ def scim_user_patch(
 
 
 def scim_user_delete(*, directory: Directory, user_id: Any, known: list[DirectoryUser] | None = None) -> Events:
-    if statements.enabled():
-        user = _user_unlocked(directory=directory, user_id=user_id, known=known)
-        if user is None:
-            raise not_found("User")
-        events = statements.user_delete(directory=directory, user=user)
-        if events is not None:
-            return events
-    with transaction.atomic():
-        user = scim_user_get(directory=directory, user_id=user_id, for_delete=True)
-        if user is None:
-            raise not_found("User")
-        data = user_data(user)
-        # Raw deletes: the memberships go in one statement, without Django's collector re-reading them.
-        GroupMembership.objects.filter(user_id=user.id)._raw_delete(connection.alias)
-        DirectoryUser.objects.filter(pk=user.id)._raw_delete(connection.alias)
-        return events_record(directory=directory, events=[("user.deleted", data)])
+    return storage.current().user_delete(directory=directory, user_id=user_id, known=known)

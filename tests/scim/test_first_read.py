@@ -1,6 +1,7 @@
-"""The first read of a GET (one user, or a page filtered by one equality) comes with the directory lookup
-of the authentication on PostgreSQL (scim.selectors.scim_directory_with): one query, and nothing read
-is answered before the secret is checked. On SQLite these skip (no LATERAL; two queries there)."""
+"""The first read of a GET by what its URL names (one user, or an unfiltered page) comes with the directory
+lookup of the authentication on PostgreSQL (scim.storage.postgres): one query, and nothing read is
+answered before the secret is checked. A filter is parsed only after authentication, so a filtered
+page is read after the lookup. On SQLite these skip (no LATERAL; two queries there)."""
 
 from __future__ import annotations
 
@@ -53,20 +54,26 @@ def test_wrong_secret_or_deactivated_directory_answers_nothing_read(scim_a: Scim
     assert status == 403 and "cy@x.io" not in str(body)
 
 
-def test_equality_filter_pages_are_one_query_when_the_page_is_the_whole_result(scim_a: Scim) -> None:
+def test_equality_filter_pages_are_one_query_after_authentication_when_the_page_is_the_whole_result(
+    scim_a: Scim,
+) -> None:
     for i in range(3):
         scim_a.post("/Users", user_body(f"u{i}@x.io", externalId="shared"))
     scim_a.post("/Users", user_body("other@x.io", externalId="other"))
     flt = quote('externalId eq "shared"')
-    status, body = _one_query(lambda: scim_a.get(f"/Users?filter={flt}"))
-    assert status == 200 and body["totalResults"] == 3
-    assert [r["userName"] for r in body["Resources"]] == ["u0@x.io", "u1@x.io", "u2@x.io"]
-    # A page that is not the whole result needs the count: two queries, same answer as before.
+    nobody = quote('userName eq "nobody@x.io"')
+    for path, queries in ((f"/Users?filter={flt}", 2), (f"/Users?filter={nobody}", 2)):
+        with CaptureQueriesContext(connection) as ctx:
+            status, body = scim_a.get(path)
+        assert len(ctx.captured_queries) == queries  # the directory lookup, then the page (no count needed)
+        if "nobody" in path:
+            assert status == 200 and body["totalResults"] == 0 and body["Resources"] == []
+        else:
+            assert status == 200 and body["totalResults"] == 3
+            assert [r["userName"] for r in body["Resources"]] == ["u0@x.io", "u1@x.io", "u2@x.io"]
+    # A page that is not the whole result needs the count too: three queries, same answer as before.
     with CaptureQueriesContext(connection) as ctx:
         status, body = scim_a.get(f"/Users?filter={flt}&startIndex=2&count=1")
-    assert len(ctx.captured_queries) == 2
+    assert len(ctx.captured_queries) == 3
     assert (body["totalResults"], body["startIndex"], body["itemsPerPage"]) == (3, 2, 1)
     assert [r["userName"] for r in body["Resources"]] == ["u1@x.io"]
-    nobody = quote('userName eq "nobody@x.io"')
-    status, body = _one_query(lambda: scim_a.get(f"/Users?filter={nobody}"))
-    assert status == 200 and body["totalResults"] == 0 and body["Resources"] == []

@@ -1,4 +1,4 @@
-"""The single-statement SCIM writes of PostgreSQL (scim/statements.py), as HTTP requests run them: outside
+"""The single-statement SCIM writes of PostgreSQL (scim/storage/postgres.py), as HTTP requests run them: outside
 any transaction. Each write is checked for its statement count, its stored rows, its outbox event and
 its fallback to the locked path when the row changed between the read and the write.
 
@@ -17,8 +17,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from scim import statements
+from scim import storage
 from scim.api import scim_request
+from scim.storage import postgres
 from tests.scim.conftest import Scim, group_body, user_body
 from webhooks import dispatch
 from webhooks.models import WebhookEvent
@@ -46,9 +47,9 @@ def _events(directory: Directory) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _meanwhile(monkeypatch: pytest.MonkeyPatch, name: str, change: Any) -> list[Any]:
-    """Make `statements.<name>` run `change(**kwargs)` first (another request's write landing between this
+    """Make `postgres.<name>` run `change(**kwargs)` first (another request's write landing between this
     request's read and its statement); returns the list the real statement's results are appended to."""
-    real = getattr(statements, name)
+    real = getattr(postgres, name)
     outcomes: list[Any] = []
 
     def wrapped(**kwargs: Any) -> Any:
@@ -56,7 +57,7 @@ def _meanwhile(monkeypatch: pytest.MonkeyPatch, name: str, change: Any) -> list[
         outcomes.append(real(**kwargs))
         return outcomes[-1]
 
-    monkeypatch.setattr(statements, name, wrapped)
+    monkeypatch.setattr(postgres, name, wrapped)
     return outcomes
 
 
@@ -144,7 +145,8 @@ def test_user_update_with_a_stale_read_writes_nothing(scim_hooked: Scim, kicks: 
     stale = user.updated_at.replace(year=2000)
     user.first_name = "Changed"
     assert (
-        statements.user_update(directory=scim_hooked.directory, user=user, names=["first_name"], read_at=stale) is None
+        postgres.user_update_statement(directory=scim_hooked.directory, user=user, names=["first_name"], read_at=stale)
+        is None
     )
     assert DirectoryUser.objects.get(pk=created["id"]).first_name == "Jane"
     assert len(_events(scim_hooked.directory)) == 1
@@ -156,7 +158,7 @@ def test_user_changed_between_read_and_write_is_redone_under_the_lock(
     _, created = scim_hooked.post("/Users", user_body("fay@x.io"))
     outcomes = _meanwhile(
         monkeypatch,
-        "user_update",
+        "user_update_statement",
         lambda **kw: DirectoryUser.objects.filter(pk=created["id"]).update(
             first_name="Other", updated_at=kw["read_at"].replace(year=2030)
         ),
@@ -187,7 +189,7 @@ def test_user_delete_falls_back_when_the_user_changed(
     _, user = scim_hooked.post("/Users", user_body("hal@x.io"))
     outcomes = _meanwhile(
         monkeypatch,
-        "user_delete",
+        "user_delete_statement",
         lambda **kw: DirectoryUser.objects.filter(pk=user["id"]).update(
             first_name="Renamed", updated_at=kw["user"].updated_at.replace(year=2030)
         ),
@@ -204,14 +206,15 @@ def _add(scim: Scim, group_id: str, *user_ids: str) -> Any:
     return scim.ops(f"/Groups/{group_id}", {"op": "add", "path": "members", "value": [{"value": u} for u in user_ids]})
 
 
-def test_member_add_is_one_read_plus_one_statement(scim_hooked: Scim, kicks: list) -> None:
+def test_member_add_is_authentication_one_read_and_one_statement(scim_hooked: Scim, kicks: list) -> None:
     _, u1 = scim_hooked.post("/Users", user_body("ida@x.io"))
     _, u2 = scim_hooked.post("/Users", user_body("jon@x.io"))
     _, group = scim_hooked.post("/Groups", group_body("Sales"))
     before = DirectoryGroup.objects.get(pk=group["id"]).updated_at
     kicks.clear()
     (status, _), queries = _count(lambda: _add(scim_hooked, group["id"], u2["id"], u1["id"]))
-    assert status == 204 and queries == 2  # authenticate with the group and users, memberships + events
+    # The directory lookup; once authenticated, the group and the users in one query; memberships + events.
+    assert status == 204 and queries == 3
     assert set(GroupMembership.objects.filter(group_id=group["id"]).values_list("user_id", flat=True)) == {
         uuid.UUID(u1["id"]),
         uuid.UUID(u2["id"]),
@@ -245,8 +248,8 @@ def test_member_add_of_an_unknown_user_is_400_and_adds_nothing(scim_hooked: Scim
 def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
     scim_hooked: Scim, scim_b: Scim, kicks: list
 ) -> None:
-    # The group and the users come in the authentication's query, from a body parsed before the
-    # secret is checked: a wrong secret, another directory's group or a bad body answer as before.
+    # The body is parsed, and the group and the users are read, only once the secret is checked: a
+    # wrong secret answers 401 whatever the body, another directory's group 404, a bad body 400.
     _, mine = scim_hooked.post("/Users", user_body("nia@x.io"))
     _, group = scim_hooked.post("/Groups", group_body("Mine"))
     _, their_group = scim_b.post("/Groups", group_body("Theirs"))
@@ -254,7 +257,7 @@ def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
     assert _add(intruder, group["id"], mine["id"])[0] == 401
     assert intruder.call("PATCH", f"/Groups/{group['id']}", b"{not json")[0] == 401
     (status, _), queries = _count(lambda: _add(scim_hooked, their_group["id"], mine["id"]))
-    assert status == 404 and queries == 1
+    assert status == 404 and queries == 2  # the directory lookup, then the group and the users
     status, body = scim_hooked.call("PATCH", f"/Groups/{group['id']}", b"{not json")
     assert status == 400 and body["scimType"] == "invalidSyntax"
     assert not GroupMembership.objects.exists()
@@ -264,7 +267,6 @@ def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
 
 
 def test_a_member_add_body_is_worked_out_once(scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch) -> None:
-    import scim.api
     import scim.services.groups
     from scim.documents import patch_operations
 
@@ -274,12 +276,11 @@ def test_a_member_add_body_is_worked_out_once(scim_hooked: Scim, kicks: list, mo
         calls.append(body)
         return patch_operations(body)
 
-    monkeypatch.setattr(scim.api, "patch_operations", counted)
     monkeypatch.setattr(scim.services.groups, "patch_operations", counted)
     _, user = scim_hooked.post("/Users", user_body("ola@x.io"))
     _, group = scim_hooked.post("/Groups", group_body("Once"))
     assert _add(scim_hooked, group["id"], user["id"])[0] == 204
-    assert len(calls) == 1  # before authentication, for the read; not again in scim.services
+    assert len(calls) == 1  # after authentication, once: the store gets the ids it adds, not the body
     assert GroupMembership.objects.filter(group_id=group["id"]).count() == 1
 
 
@@ -298,7 +299,7 @@ def test_a_member_add_body_is_worked_out_once(scim_hooked: Scim, kicks: list, mo
     ],
 )
 def test_a_malformed_member_add_is_a_scim_error_not_a_500(scim_hooked: Scim, kicks: list, body: bytes) -> None:
-    # These bodies are parsed before authentication, for the read that comes with it.
+    # Bodies that a member add's read (scim.services.groups.members_added) must turn away cleanly.
     _, group = scim_hooked.post("/Groups", group_body("Odd"))
     status, answer = scim_hooked.call("PATCH", f"/Groups/{group['id']}", body)
     assert 400 <= status < 500 or status in (200, 204), (status, answer)
@@ -320,7 +321,7 @@ def test_member_add_after_a_rename_is_redone_with_the_new_name(
         "resourceId": group["id"],
         "body": {"Operations": [{"op": "replace", "path": "displayName", "value": "New"}]},
     }
-    outcomes = _meanwhile(monkeypatch, "group_members_add", lambda **kw: scim_request(rename))
+    outcomes = _meanwhile(monkeypatch, "members_add_statement", lambda **kw: scim_request(rename))
     assert _add(scim_hooked, group["id"], user["id"])[0] == 204
     assert outcomes == [None]
     [(_, data)] = [(t, d) for t, d in _events(scim_hooked.directory) if t == "group.user_added"]
@@ -335,7 +336,7 @@ def test_member_add_of_a_user_deleted_meanwhile_is_400(
     _, group = scim_hooked.post("/Groups", group_body("Eng"))
     # The user is deleted after this request read it: the statement's foreign key fails, nothing is written.
     outcomes = _meanwhile(
-        monkeypatch, "group_members_add", lambda **kw: DirectoryUser.objects.filter(pk=user["id"]).delete()
+        monkeypatch, "members_add_statement", lambda **kw: DirectoryUser.objects.filter(pk=user["id"]).delete()
     )
     status, body = _add(scim_hooked, group["id"], user["id"])
     assert outcomes == [None]
@@ -353,9 +354,9 @@ def test_inside_a_callers_transaction_the_locked_path_is_used(hooked_directory: 
         "body": user_body("oz@x.io"),
     }
     with transaction.atomic():
-        assert not statements.enabled()
+        assert not isinstance(storage.current(), postgres.PostgresStatements)
         with CaptureQueriesContext(connection) as ctx:
             assert scim_request(request)["status"] == 201
         assert any(q["sql"].startswith("SAVEPOINT") for q in ctx.captured_queries)
-    assert statements.enabled()
+    assert isinstance(storage.current(), postgres.PostgresStatements)
     assert [t for t, _ in _events(hooked_directory)] == ["user.created"]

@@ -1,0 +1,336 @@
+# ruff: noqa: S608  (the SQL is assembled from quoted table and column names; every value is a parameter)
+"""The SCIM path's PostgreSQL-only SQL: the stores of PostgreSQL (scim.storage.portable.Store extended).
+
+`PostgresStore` keeps the portable locked path with what only PostgreSQL has: the authentication's
+directory lookup joined with the request's first read (LEFT JOIN LATERAL), the constant-cost user
+pages (directories.pages), and the key-share lock on the users a membership references (so a user
+cannot be deleted before the membership row that references it commits). scim.storage.current uses
+it inside a caller's transaction (the embedding API): there the deferred foreign keys would be
+checked at the caller's COMMIT, so a concurrent delete could not be caught here.
+
+`PostgresStatements`, used outside any transaction (every HTTP request; ATOMIC_REQUESTS is off),
+makes the hot writes one SQL statement each. Through an atomic block, creating a user costs five
+round trips to the database (BEGIN, the INSERT, the outbox INSERT, COMMIT, after the authentication
+SELECT). Here the change and its webhook events are one statement built from data-modifying WITH
+queries, which PostgreSQL runs as a transaction of its own: the change and its events commit
+together or not at all, as the outbox requires (contract §5). `directories.rows.statement_run` runs
+it.
+
+Writes to an existing row read it first without a lock and make the statement conditional on the
+row being as it was read (an optimistic check on `updated_at`, or on the group's name and document).
+When it is not, or when a concurrent delete makes a foreign key fail, the statement functions below
+return None and the store redoes the request on its locked path, which answers as a serialized
+execution would. A None costs one wasted statement, only under contention on the same row.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, connection
+from django.utils import timezone
+
+from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.pages import UsersPage, directory_users_page
+from directories.rendering import group_data, user_data
+from directories.rows import RowReader, RowWriter, statement_run
+from scim.documents import MemberPlan
+from scim.errors import not_found
+from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, user_docs
+from scim.storage.portable import CHUNK, Events, GroupChange, Store, UserChange, member_events, require_users
+from webhooks.models import WebhookEvent
+from webhooks.services import PreparedEvents, events_prepare
+
+_users = RowWriter(DirectoryUser)
+_events = RowWriter(WebhookEvent)
+_directories = RowReader(Directory)
+_user_rows = RowReader(DirectoryUser)
+
+
+@functools.cache
+def _q(name: str) -> str:
+    # Kept per process: this SQL runs on PostgreSQL only, whose quoting of a name never changes, and a
+    # write builds its statement from a dozen of them.
+    return connection.ops.quote_name(name)
+
+
+def _with_events(
+    change: str, params: list[Any], prepared: PreparedEvents, *, when: str, also: str = ""
+) -> tuple[str, list[Any]]:
+    """`WITH a AS (<change>)<also>[, e AS (<insert of the outbox rows> WHERE <when>)] SELECT * FROM a`;
+    `also` is more WITH queries (without parameters)."""
+    if not prepared.rows:
+        return f"WITH a AS ({change}){also} SELECT * FROM a", params
+    events_sql, events_params = _events.insert_select_sql([(None, row) for row in prepared.rows], where=when)
+    return f"WITH a AS ({change}){also}, e AS ({events_sql}) SELECT * FROM a", params + events_params
+
+
+def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Events:
+    """INSERT the user and its `user.created` event. A duplicate userName raises IntegrityError."""
+    insert, params = _users.insert_sql(user)  # sets created_at / updated_at on `user` first
+    prepared = events_prepare(directory=directory, events=[("user.created", user_data(user))])
+    sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="TRUE")
+    statement_run(sql, params)
+    return prepared.written()
+
+
+def user_update_statement(
+    *, directory: Directory, user: DirectoryUser, names: list[str], read_at: Any
+) -> Events | None:
+    """UPDATE the columns `names` (new values already set on `user`) and record `user.updated`, if the
+    row still has the `updated_at` it was read with (`read_at`). None when it has not."""
+    update, params = _users.update_sql(user, names, where=f"{_q('updated_at')} = %s")  # bumps updated_at
+    params.append(read_at)
+    prepared = events_prepare(directory=directory, events=[("user.updated", user_data(user))])
+    sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
+    if not statement_run(sql, params):
+        return None
+    return prepared.written()
+
+
+def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Events | None:
+    """DELETE the user and its memberships and record `user.deleted`, if the user is unchanged since it
+    was read. None when it changed or is gone, or when a membership of it was added meanwhile."""
+    users, members = _q(DirectoryUser._meta.db_table), _q(GroupMembership._meta.db_table)
+    change = (
+        f"DELETE FROM {users} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
+        f"AND {_q('updated_at')} = %s RETURNING {_q('id')}"
+    )
+    params: list[Any] = [user.id, directory.id, user.updated_at]
+    # The memberships go in the same statement; one committed after this statement's snapshot would
+    # survive it and fail the foreign key at commit, hence the IntegrityError below.
+    memberships = f", m AS (DELETE FROM {members} WHERE {_q('user_id')} IN (SELECT {_q('id')} FROM a))"
+    prepared = events_prepare(directory=directory, events=[("user.deleted", user_data(user))])
+    sql, params = _with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
+    try:
+        deleted = statement_run(sql, params)
+    except IntegrityError:
+        return None
+    return prepared.written() if deleted else None
+
+
+def members_add_statement(
+    *, directory: Directory, group: DirectoryGroup, users: dict[uuid.UUID, DirectoryUser], user_ids: list[uuid.UUID]
+) -> Events | None:
+    """Add `user_ids` (all in `users`) to the group and record one `group.user_added` per membership
+    really added (a present member is a no-op, as on the locked path).
+
+    The statement first locks the group row (`FOR UPDATE`, the lock every writer of a group takes
+    first, so member writers keep one lock order and serialize) on condition that its name and document
+    are still those the events carry. None when they are not, or when the group or a user was deleted
+    meanwhile (the foreign keys fail).
+    """
+    groups, members = _q(DirectoryGroup._meta.db_table), _q(GroupMembership._meta.db_table)
+    raw_field = DirectoryGroup._meta.get_field("raw")
+    now = timezone.now()
+    gdata = group_data(group)
+    prepared = events_prepare(
+        directory=directory,
+        events=[("group.user_added", user_data(users[user_id]) | {"group": gdata}) for user_id in user_ids],
+    )
+    marks = ", ".join(["(CAST(%s AS uuid))"] * len(user_ids))
+    params: list[Any] = [
+        group.id,
+        directory.id,
+        group.display_name,
+        raw_field.get_db_prep_save(group.raw, connection),
+        now,
+        *sorted(user_ids),  # one insert order everywhere: no lock cycles between member writers
+        now,
+    ]
+    sql = (
+        f"WITH g AS (SELECT {_q('id')} FROM {groups} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
+        f"AND {_q('display_name')} = %s AND {_q('raw')} = %s FOR UPDATE), "
+        f"a AS (INSERT INTO {members} ({_q('group_id')}, {_q('user_id')}, {_q('created_at')}) "
+        f"SELECT g.{_q('id')}, v.u, CAST(%s AS timestamptz) FROM g, (VALUES {marks}) AS v(u) ORDER BY v.u "
+        f"ON CONFLICT ({_q('group_id')}, {_q('user_id')}) DO NOTHING RETURNING {_q('user_id')}), "
+        f"t AS (UPDATE {groups} SET {_q('updated_at')} = %s FROM g WHERE {groups}.{_q('id')} = g.{_q('id')} "
+        "AND EXISTS (SELECT 1 FROM a))"
+    )
+    if prepared.rows:
+        events_sql, events_params = _events.insert_select_sql(
+            list(zip(user_ids, prepared.rows, strict=True)), where=f"{{key}} IN (SELECT {_q('user_id')} FROM a)"
+        )
+        sql += f", e AS ({events_sql})"
+        params += events_params
+    sql += f" SELECT g.{_q('id')}, a.{_q('user_id')} FROM g LEFT JOIN a ON TRUE"
+    try:
+        rows = statement_run(sql, params)
+    except IntegrityError:
+        return None
+    if not rows:
+        return None  # the group changed or went away since it was read
+    added = {row[1] for row in rows if row[1] is not None}
+    if added:
+        group.updated_at = now
+    return prepared.written([i for i, user_id in enumerate(user_ids) if user_id in added])
+
+
+def _directory_with(pk: uuid.UUID, read: FirstRead) -> Directory | None:
+    """The directory `pk` LEFT JOIN LATERAL `read` (so a missing user or an empty page still returns the
+    directory), in one query. Before the request is authenticated: the rows are only kept on `read`."""
+    table = _directories.table()
+    page = None
+    if read.kind == "user":
+        reader = _user_rows
+        inner = reader.sql(f'{{table}}."directory_id" = {table}."id" AND {{table}}."id" = %s')
+        params: list[Any] = [read.user_id]
+        order = ""
+    else:  # "users": an unfiltered page (directories.pages)
+        reader = user_docs
+        page = read.page = UsersPage.plan(pk, start_index=read.start_index, count=read.count)
+        inner = page.sql(reader, directory=f'{table}."id"')
+        params = page.params()
+        order = ' ORDER BY t."created_at", t."id"'
+    columns, width = _directories.columns()
+    if page is not None:
+        # The directory's columns on the first row only: repeated on each row of a page, psycopg would
+        # parse them (two timestamps, a UUID, the secrets) a hundred times over for one use.
+        first = f"row_number() OVER ({order.strip()}) = 1"
+        # (RowReader joins quoted "table"."column" names with ", ", which no quoted name here contains.)
+        columns = ", ".join(f"CASE WHEN {first} THEN {column} END" for column in columns.split(", "))
+    sql = f'SELECT {columns}, t.* FROM {table} LEFT JOIN LATERAL ({inner}) AS t ON TRUE WHERE {table}."id" = %s{order}'
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, pk])
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    if page is not None:
+        page.take([row[width:] for row in rows], reader)
+    else:
+        read.rows = [reader.build(row[width:]) for row in rows if row[width] is not None]
+    return _directories.build(rows[0][:width])
+
+
+def _members_add_checked(
+    *, directory: Directory, group: DirectoryGroup, user_ids: list[uuid.UUID]
+) -> tuple[dict[uuid.UUID, DirectoryUser], list[uuid.UUID]]:
+    """Adds only, under the group's lock: check the users, lock them and insert the memberships in one
+    statement.
+
+    The same locks in the same order as `users_for_members` + the portable membership insert (FOR KEY
+    SHARE on the users by id, then inserts by user id), one round trip instead of two. Returns the
+    users found and the ids really added; the caller rejects the request (and so rolls the inserts
+    back) when a user is missing.
+    """
+    users_table = DirectoryUser._meta.db_table
+    table = GroupMembership._meta.db_table
+    pk_field = DirectoryUser._meta.pk
+    marks = ", ".join(["%s"] * len(user_ids))
+    sql = (
+        f'WITH u AS (SELECT * FROM "{users_table}" WHERE "directory_id" = %s AND "id" IN ({marks}) '
+        'ORDER BY "id" FOR KEY SHARE), '
+        f'ins AS (INSERT INTO "{table}" ("group_id", "user_id", "created_at") '
+        'SELECT %s, u."id", %s FROM u ORDER BY u."id" '
+        'ON CONFLICT ("group_id", "user_id") DO NOTHING RETURNING "user_id") '
+        'SELECT u.*, (ins."user_id" IS NOT NULL) AS "member_added" FROM u LEFT JOIN ins ON ins."user_id" = u."id"'
+    )
+    params = [
+        directory.id,
+        *(pk_field.get_db_prep_value(u, connection) for u in user_ids),
+        DirectoryGroup._meta.pk.get_db_prep_value(group.id, connection),
+        connection.ops.adapt_datetimefield_value(timezone.now()),
+    ]
+    rows = list(DirectoryUser.objects.raw(sql, params))
+    return {row.id: row for row in rows}, [row.id for row in rows if row.member_added]
+
+
+class PostgresStore(Store):
+    """The locked path with PostgreSQL's lock modes and joins (inside a caller's transaction)."""
+
+    def directory_with(self, *, directory_id: Any, read: FirstRead) -> Directory | None:
+        try:
+            pk = uuid.UUID(str(directory_id))
+        except ValueError:
+            return None
+        return _directory_with(pk, read)
+
+    def users_all_page(
+        self, *, directory: Directory, start_index: int, count: int, page: UsersPage | None
+    ) -> tuple[int, list[DirectoryUser]]:
+        return directory_users_page(
+            directory_id=directory.id, start_index=start_index, count=count, reader=user_docs, page=page
+        )
+
+    def users_for_members(self, *, directory: Directory, user_ids: list[uuid.UUID]) -> dict[uuid.UUID, DirectoryUser]:
+        # FOR KEY SHARE: the deferred foreign key of the membership would otherwise fail at commit.
+        if not user_ids:
+            return {}
+        placeholders = ", ".join(["%s"] * len(user_ids))
+        sql = (
+            f'SELECT * FROM "{DirectoryUser._meta.db_table}" WHERE "directory_id" = %s AND "id" IN ({placeholders}) '
+            'ORDER BY "id" FOR KEY SHARE'
+        )
+        return {row.id: row for row in DirectoryUser.objects.raw(sql, [directory.id, *user_ids])}
+
+    def members_apply(self, *, directory: Directory, group: DirectoryGroup, plan: MemberPlan) -> list[tuple[str, Any]]:
+        if not plan.empty and plan.replace_with is None and not plan.remove and len(plan.add) <= CHUNK:
+            # The common case (Okta adds one member per PATCH): check + insert in one statement.
+            users, added = _members_add_checked(directory=directory, group=group, user_ids=plan.add)
+            require_users(plan.add, users)
+            return member_events(group, users, [], plan.add, added)
+        return super().members_apply(directory=directory, group=group, plan=plan)
+
+
+class PostgresStatements(PostgresStore):
+    """Outside any transaction: the hot writes as one statement each, the locked path when a row
+    changed since it was read."""
+
+    optimistic = True
+
+    def user_insert(self, *, directory: Directory, user: DirectoryUser) -> Events:
+        return user_insert_statement(directory=directory, user=user)
+
+    def _user_unlocked(self, *, directory: Directory, user_id: Any, known: list[DirectoryUser] | None) -> DirectoryUser:
+        """The user read without a lock: `known` when it came with the authentication, else read now."""
+        if known is not None:
+            user = known[0] if known else None
+        else:
+            user = scim_user_get(directory=directory, user_id=user_id)
+        if user is None:
+            raise not_found("User")
+        return user
+
+    def user_update(
+        self, *, directory: Directory, user_id: Any, change: UserChange, known: list[DirectoryUser] | None = None
+    ) -> tuple[DirectoryUser, Events]:
+        user = self._user_unlocked(directory=directory, user_id=user_id, known=known)
+        read_at = user.updated_at
+        names = change(user)
+        if names is None:
+            return user, []
+        events = user_update_statement(directory=directory, user=user, names=names, read_at=read_at)
+        if events is not None:
+            return user, events
+        return super().user_update(directory=directory, user_id=user_id, change=change)
+
+    def user_delete(self, *, directory: Directory, user_id: Any, known: list[DirectoryUser] | None = None) -> Events:
+        user = self._user_unlocked(directory=directory, user_id=user_id, known=known)
+        events = user_delete_statement(directory=directory, user=user)
+        if events is not None:
+            return events
+        return super().user_delete(directory=directory, user_id=user_id)
+
+    def members_add(
+        self, *, directory: Directory, group_id: Any, user_ids: list[uuid.UUID], change: GroupChange
+    ) -> tuple[DirectoryGroup, Events]:
+        """One read of the group and the users, then one statement (`members_add_statement`); the locked
+        path when the request does not qualify after all (its document changes too, or its plan is
+        not exactly these adds) or the group changed meanwhile."""
+        group, users = scim_group_with_users(directory=directory, group_id=group_id, user_ids=user_ids)
+        if group is None:
+            raise not_found("Group")
+        names, plan = change(group)
+        if (
+            names is None
+            and plan.replace_with is None
+            and not plan.remove
+            and list(dict.fromkeys(plan.add)) == user_ids
+        ):
+            require_users(user_ids, users)
+            events = members_add_statement(directory=directory, group=group, users=users, user_ids=user_ids)
+            if events is not None:
+                return group, events
+        return super().members_add(directory=directory, group_id=group_id, user_ids=user_ids, change=change)

@@ -125,7 +125,7 @@ class RosterOptions:
     port: int = 8123
     database: str = "roster_bench"
     redis_db: int = 12
-    gunicorn_workers: int | None = None  # None: what config/gunicorn.conf.py decides
+    gunicorn_workers: int | None = None  # None: what server/gunicorn.conf.py decides
     celery_pool: str = "threads"
     celery_concurrency: int = 4
     encrypt_secrets: bool = True
@@ -133,7 +133,7 @@ class RosterOptions:
 
 
 def gunicorn_arguments_add(parser: argparse.ArgumentParser) -> None:
-    """The gunicorn options a benchmark run may change (config/gunicorn.conf.py decides the rest)."""
+    """The gunicorn options a benchmark run may change (server/gunicorn.conf.py decides the rest)."""
     parser.add_argument("--gunicorn-workers", type=int, default=None)
     parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. sync, gthread (with --gunicorn-threads)")
     parser.add_argument("--gunicorn-threads", type=int, default=None)
@@ -196,7 +196,7 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
     gunicorn = [
         str(VENV_BIN / "gunicorn"),
         "-c",
-        "config/gunicorn.conf.py",
+        "server/gunicorn.conf.py",
         "--bind",
         f"127.0.0.1:{opts.port}",
         "config.wsgi:application",
@@ -206,7 +206,7 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
     celery = [
         str(VENV_BIN / "python"),
         "-m",
-        "config.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
+        "server.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
         "--pool",
         opts.celery_pool,
         "--concurrency",

@@ -13,7 +13,7 @@ import uuid
 
 from django.db import models
 
-from directories.crypto import EncryptedTextField
+from core.crypto import EncryptedTextField
 
 
 def comparison_key(value: str) -> str:

@@ -8,9 +8,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
+from core.rows import RowReader
 from directories import pages
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from directories.rows import RowReader
 from directories.services import api_key_hash
 
 _directories = RowReader(Directory)

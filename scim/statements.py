@@ -25,9 +25,9 @@ from typing import Any
 from django.db import IntegrityError, connection
 from django.utils import timezone
 
+from core.rows import RowWriter, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.rendering import group_data, user_data
-from directories.rows import RowWriter, statement_run
 from webhooks.models import WebhookEvent
 from webhooks.services import PreparedEvents, events_prepare
 

@@ -9,9 +9,9 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from core.rows import RowWriter
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.rendering import group_data, user_data
-from directories.rows import RowWriter
 from scim import statements
 from scim.documents import MemberPlan, group_finalize, group_patch, member_ids, patch_operations, require_object
 from scim.errors import ScimError, invalid_value, not_found, uniqueness

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
+from core.rows import RowWriter
 from directories.models import Directory, DirectoryUser, GroupMembership
 from directories.rendering import user_data
-from directories.rows import RowWriter
 from scim import statements
 from scim.documents import patch_operations, require_object, user_finalize, user_patch
 from scim.errors import not_found, uniqueness

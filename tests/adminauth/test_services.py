@@ -17,7 +17,7 @@ from adminauth.services import (
     admin_directory_webhook_secret_rotate,
     audit_record,
 )
-from directories.errors import ValidationFailed
+from core.errors import ValidationFailed
 from directories.models import Directory
 
 pytestmark = pytest.mark.django_db

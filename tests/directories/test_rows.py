@@ -1,4 +1,4 @@
-"""RowReader / RowWriter (directories/rows.py) must be indistinguishable from the ORM they bypass."""
+"""RowReader / RowWriter (core/rows.py) must be indistinguishable from the ORM they bypass."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from core.rows import RowReader, RowWriter
 from directories.models import Directory, DirectoryUser, comparison_key
-from directories.rows import RowReader, RowWriter
 from directories.services import directory_create
 
 pytestmark = pytest.mark.django_db

@@ -52,7 +52,7 @@ def log(message: str) -> None:
 
 
 def _user_row(i: int, fields: set[str]) -> dict[str, Any]:
-    from directories.models import comparison_key
+    from core.comparison import comparison_key
 
     uid = uuid.uuid4()
     doc = okta_user(TAG, i)
@@ -94,7 +94,8 @@ def seed_users(directory: Any, start: int, stop: int, batch: int = 2000) -> list
 
 
 def seed_group(directory: Any, name: str) -> Any:
-    from directories.models import DirectoryGroup, comparison_key
+    from core.comparison import comparison_key
+    from directories.models import DirectoryGroup
 
     gid = uuid.uuid4()
     doc = {"schemas": [GROUP_SCHEMA], "displayName": name}

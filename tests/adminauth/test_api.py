@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 
 from adminauth.models import AdminToken, AdminUser, AuditEntry
-from directories.models import Directory, DirectoryGroup, DirectoryUser, comparison_key
+from core.comparison import comparison_key
+from directories.models import Directory, DirectoryGroup, DirectoryUser
 from tests.adminauth.conftest import ROOT, AdminSession, login
 from webhooks.models import WebhookDelivery
 

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
+from core.comparison import comparison_key
 from core.rows import RowReader, RowWriter
-from directories.models import Directory, DirectoryUser, comparison_key
+from directories.models import Directory, DirectoryUser
 from directories.services import directory_create
 
 pytestmark = pytest.mark.django_db

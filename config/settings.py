@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "scim",
     "webhooks",
     "adminauth",
+    "adminapi",
     "restapi",
     "portal",
 ]

@@ -13,7 +13,7 @@ urlpatterns = [
     path("api/scim/v2.0/", include("scim.urls")),
     path("", include("restapi.urls")),
     path("healthz", healthz, name="healthz"),
-    path("auditlog/admin/v1/", include("adminauth.urls")),
+    path("auditlog/admin/v1/", include("adminapi.urls")),
     path("portal", RedirectView.as_view(url="/portal/", permanent=False)),
     path("", RedirectView.as_view(url="/portal/", permanent=False)),
     path("portal/", include("portal.urls")),

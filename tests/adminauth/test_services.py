@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from adminapi.rendering import audit_data
 from adminauth.models import AdminUser, AuditEntry
-from adminauth.rendering import audit_data
 from adminauth.selectors import audit_list
 from adminauth.services import (
     admin_directory_create,

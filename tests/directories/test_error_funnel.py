@@ -102,7 +102,7 @@ def test_an_unusable_incoming_request_id_is_replaced_by_a_new_one(
 def test_an_unexpected_exception_in_the_admin_api_is_an_enveloped_500(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("adminauth.apis.directory_list_with_counts", _explode(RuntimeError("boom")))
+    monkeypatch.setattr("adminapi.apis.directory_list_with_counts", _explode(RuntimeError("boom")))
     admin_client.raise_request_exception = False
     response = admin_client.get(f"{ADMIN}/directories")
     _envelope_error(response, 500, "Internal server error (request id ", response["X-Request-Id"])
@@ -150,7 +150,7 @@ def test_a_lost_database_is_a_503_with_retry_after_and_one_line_without_tracebac
 
 
 def test_a_lost_database_in_the_admin_api_is_a_503(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("adminauth.apis.directory_get", _explode(OperationalError("gone")))
+    monkeypatch.setattr("adminapi.apis.directory_get", _explode(OperationalError("gone")))
     admin_client.raise_request_exception = False
     response = admin_client.get(f"{ADMIN}/directories/7b0c4f5e-2d0a-4a51-9d7e-1c2b3a4d5e6f")
     _envelope_error(response, 503, "database is unavailable")

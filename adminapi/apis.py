@@ -18,9 +18,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from adminapi.auth import AdminAuthentication, AdminThrottled, root_token_matches
+from adminapi.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth import selectors, services
-from adminauth.auth import AdminAuthentication, AdminThrottled, root_token_matches
-from adminauth.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
 from core.apiinput import json_object_body, page_bounds, query_check
 from core.envelope import EnvelopeOnly, fail, fail_json, ok

@@ -22,8 +22,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
 from adminauth.models import AdminToken, AdminUser, AuditEntry
+from core.errors import RosterError, ValidationFailed
 from directories import services as directory_services
-from directories.errors import RosterError, ValidationFailed
 from directories.models import Directory
 
 PASSWORD_MIN_LENGTH = 8

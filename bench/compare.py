@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.compare                       # N=2000, G=50, concurrency 8 then 1
     .venv/bin/python -m bench.compare --users 200 --concurrency 8 --systems jackson   # quick look
 
-Starts a webhook receiver, Roster in production shape (gunicorn + config/gunicorn.conf.py, DEBUG off,
+Starts a webhook receiver, Roster in production shape (gunicorn + server/gunicorn.conf.py, DEBUG off,
 PostgreSQL, a Celery worker on Redis) and Jackson (bench/.jackson, `npm ci` on first use), each on a
 fresh database; runs the workload of bench.workload against both, alternating which goes first;
 waits for every webhook; prints one table per concurrency with the Roster/Jackson ratio per phase

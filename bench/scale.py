@@ -6,7 +6,7 @@
 One directory on a fresh PostgreSQL database (roster_scale) is grown step by step with bulk inserts
 through the models (the same columns SCIM writes: scim.documents.user_finalize when present), plus
 `--spares` users that are in no group. At each size, Roster runs in production shape (gunicorn with
-config/gunicorn.conf.py, DEBUG off) and one client measures p50/p95 of:
+server/gunicorn.conf.py, DEBUG off) and one client measures p50/p95 of:
 
 - a SCIM list page (count=100) at the start and at the end of the directory
 - `userName eq` and `externalId eq` filters on random users
@@ -52,7 +52,7 @@ def log(message: str) -> None:
 
 
 def _user_row(i: int, fields: set[str]) -> dict[str, Any]:
-    from directories.models import comparison_key
+    from core.comparison import comparison_key
 
     uid = uuid.uuid4()
     doc = okta_user(TAG, i)
@@ -94,7 +94,8 @@ def seed_users(directory: Any, start: int, stop: int, batch: int = 2000) -> list
 
 
 def seed_group(directory: Any, name: str) -> Any:
-    from directories.models import DirectoryGroup, comparison_key
+    from core.comparison import comparison_key
+    from directories.models import DirectoryGroup
 
     gid = uuid.uuid4()
     doc = {"schemas": [GROUP_SCHEMA], "displayName": name}
@@ -268,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     spares = seed_users(directory, 10_000_000, 10_000_000 + args.spares)
     log(f"seeded {len(spares)} spare users in {time.perf_counter() - t0:.1f}s")
 
-    gunicorn = [str(systems.VENV_BIN / "gunicorn"), "-c", "config/gunicorn.conf.py", "--bind", f"127.0.0.1:{args.port}"]
+    gunicorn = [str(systems.VENV_BIN / "gunicorn"), "-c", "server/gunicorn.conf.py", "--bind", f"127.0.0.1:{args.port}"]
     web = Service("roster-web", [*gunicorn, "config.wsgi:application"], env=env, cwd=systems.ROOT, log=logs / "web.log")
     results: dict[str, Any] = {}
     all_users: list[uuid.UUID] = []

@@ -6,8 +6,8 @@
 The servers, each in front of the same Roster (the virtualenv `bench/.servers-venv` that servers.sh
 makes: requirements.txt plus granian, so all three run the same Django and libraries):
 
-- `keepalive`: the documented configuration, `gunicorn -c config/gunicorn.conf.py` (Roster's worker
-  class, config/keepalive_worker.py);
+- `keepalive`: the documented configuration, `gunicorn -c server/gunicorn.conf.py` (Roster's worker
+  class, server/keepalive_worker.py);
 - `gthread`: the same file with gunicorn's own `gthread` worker, the same workers and `--threads`
   threads each;
 - `granian`: `granian --interface wsgi` with the same number of worker processes and `--threads`
@@ -51,7 +51,7 @@ def web_command(server: str, *, bin_dir: Path, port: int, workers: int, threads:
         return [
             str(bin_dir / "gunicorn"),
             "-c",
-            "config/gunicorn.conf.py",
+            "server/gunicorn.conf.py",
             "--worker-class",
             "gthread",
             "--threads",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Roster's documented web server (gunicorn + config/keepalive_worker.py) against gunicorn's gthread
+# Roster's documented web server (gunicorn + server/keepalive_worker.py) against gunicorn's gthread
 # worker and granian (WSGI), same workload, same run: see bench/README.md, "Servers". Arguments go to
 # bench.servers (e.g. bash bench/servers.sh --users 300 --rounds 1 for a quick check).
 #

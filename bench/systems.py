@@ -125,17 +125,17 @@ class RosterOptions:
     port: int = 8123
     database: str = "roster_bench"
     redis_db: int = 12
-    gunicorn_workers: int | None = None  # None: what config/gunicorn.conf.py decides
+    gunicorn_workers: int | None = None  # None: what server/gunicorn.conf.py decides
     celery_pool: str = "threads"
     celery_concurrency: int = 4
     encrypt_secrets: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
     bin_dir: Path = VENV_BIN  # the virtualenv whose python, gunicorn (and Celery) run Roster
-    web: list[str] | None = None  # the web server's command; None: gunicorn -c config/gunicorn.conf.py
+    web: list[str] | None = None  # the web server's command; None: gunicorn -c server/gunicorn.conf.py
 
 
 def gunicorn_arguments_add(parser: argparse.ArgumentParser) -> None:
-    """The gunicorn options a benchmark run may change (config/gunicorn.conf.py decides the rest)."""
+    """The gunicorn options a benchmark run may change (server/gunicorn.conf.py decides the rest)."""
     parser.add_argument("--gunicorn-workers", type=int, default=None)
     parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. sync, gthread (with --gunicorn-threads)")
     parser.add_argument("--gunicorn-threads", type=int, default=None)
@@ -198,7 +198,7 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
     gunicorn = opts.web or [
         str(opts.bin_dir / "gunicorn"),
         "-c",
-        "config/gunicorn.conf.py",
+        "server/gunicorn.conf.py",
         "--bind",
         f"127.0.0.1:{opts.port}",
         "config.wsgi:application",
@@ -208,7 +208,7 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
     celery = [
         str(opts.bin_dir / "python"),
         "-m",
-        "config.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
+        "server.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
         "--pool",
         opts.celery_pool,
         "--concurrency",

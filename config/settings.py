@@ -54,13 +54,15 @@ INSTALLED_APPS = [
     "scim",
     "webhooks",
     "adminauth",
+    "adminapi",
+    "restapi",
     "portal",
 ]
 
 MIDDLEWARE = [
     # Outermost: REST and admin API answers get X-Request-Id, and no exception leaves them as HTML or a
     # bare 500 (a lost database is a 503 with Retry-After).
-    "directories.errorpages.ApiErrorMiddleware",
+    "config.errorpages.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -156,7 +158,7 @@ SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 # A CSRF refusal on an API path answers in that surface's format (browser paths keep Django's page).
-CSRF_FAILURE_VIEW = "directories.errorpages.csrf_failure"
+CSRF_FAILURE_VIEW = "config.errorpages.csrf_failure"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
@@ -164,7 +166,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "directories.envelope.exception_handler",
+    "EXCEPTION_HANDLER": "core.envelope.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
@@ -178,7 +180,7 @@ SPECTACULAR_SETTINGS = {
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
-# The worker's pool, for `celery -A config worker` and `python -m config.worker` alike: threads, because a
+# The worker's pool, for `celery -A config worker` and `python -m server.worker` alike: threads, because a
 # delivery spends its time waiting on the receiver and the database, and threads share one process's
 # memory where prefork (Celery's default) forks a process per slot. 4 threads by default.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")

@@ -1,27 +1,28 @@
-"""Top-level routes: one include per surface."""
+"""Top-level routes: one include per surface, and the health probe."""
 
 from __future__ import annotations
 
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
-from directories.errorpages import api_not_found
+from config.errorpages import api_not_found
+from directories.health import healthz
 
 urlpatterns = [
     # SCIM first: identity providers send most of the traffic, and Django tries the patterns in order.
     path("api/scim/v2.0/", include("scim.urls")),
-    path("", include("directories.urls")),
-    path("auditlog/admin/v1/", include("adminauth.urls")),
+    path("", include("restapi.urls")),
+    path("healthz", healthz, name="healthz"),
+    path("auditlog/admin/v1/", include("adminapi.urls")),
     path("portal", RedirectView.as_view(url="/portal/", permanent=False)),
     path("", RedirectView.as_view(url="/portal/", permanent=False)),
     path("portal/", include("portal.urls")),
-    path("", include("webhooks.urls")),
 ]
 
 # Unknown paths under the API prefixes answer in their surface's error format, with DEBUG on too
 # (Django shows its HTML technical 404 in DEBUG instead of calling handler404). Kept last.
 urlpatterns.append(re_path(r"^(?:api/v1|api/scim|auditlog)(?:/(?P<rest>.*))?$", api_not_found))
-handler400 = "directories.errorpages.handler400"
-handler403 = "directories.errorpages.handler403"
-handler404 = "directories.errorpages.handler404"
-handler500 = "directories.errorpages.handler500"
+handler400 = "config.errorpages.handler400"
+handler403 = "config.errorpages.handler403"
+handler404 = "config.errorpages.handler404"
+handler500 = "config.errorpages.handler500"

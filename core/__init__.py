@@ -1,1 +1,1 @@
-"""What every surface shares and nothing owns: small, dependency-free pieces (no models, no views)."""
+"""What every surface shares and nothing owns: pieces that import no Roster app (no models, no views)."""

@@ -9,7 +9,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_safe
 
 from core.logfilters import mark_logged
-from directories.errorpages import RETRY_AFTER_SECONDS
+from core.outage import RETRY_AFTER_SECONDS
 
 logger = logging.getLogger(__name__)
 

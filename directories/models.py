@@ -1,24 +1,18 @@
 """Directories, API keys, and the users/groups/memberships that identity providers push.
 
 Uniqueness lives in the database: `user_name_key` and `display_name_key` hold the comparison form
-of userName/displayName (NFC + casefold, RFC 7643 caseExact=false, RFC 7644 §7.8) and carry the
-per-directory unique constraints, so concurrent creates cannot both win. The original value is kept
+of userName/displayName (core.comparison: NFC + casefold, RFC 7643 caseExact=false, RFC 7644 §7.8)
+and carry the per-directory unique constraints, so concurrent creates cannot both win. The original value is kept
 exactly as sent (`user_name`, `display_name`, and `raw`).
 """
 
 from __future__ import annotations
 
-import unicodedata
 import uuid
 
 from django.db import models
 
-from directories.crypto import EncryptedTextField
-
-
-def comparison_key(value: str) -> str:
-    """The form in which case-insensitive SCIM strings are compared and made unique."""
-    return unicodedata.normalize("NFC", value).casefold()
+from core.crypto import EncryptedTextField
 
 
 class DirectoryType(models.TextChoices):

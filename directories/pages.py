@@ -30,8 +30,8 @@ from typing import Any
 
 from django.db import connection
 
+from core.rows import RowReader
 from directories.models import DirectoryUser, UserTally
-from directories.rows import RowReader
 
 MARK_EVERY = 1000
 _MAX_DIRECTORIES = 256  # directories whose marks one process keeps (least recently used dropped)

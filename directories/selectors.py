@@ -9,9 +9,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
+from core.rows import RowReader
 from directories import pages
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from directories.rows import RowReader
 from directories.services import api_key_hash
 
 _directories = RowReader(Directory)
@@ -36,7 +36,7 @@ def directory_get(*, directory_id: Any, tenant: str | None = None, product: str 
     pk = _uuid(directory_id)
     if pk is None:
         return None
-    # Every SCIM request starts here: a fixed SELECT instead of a compiled QuerySet (directories/rows.py).
+    # Every SCIM request starts here: a fixed SELECT instead of a compiled QuerySet (core/rows.py).
     where = '{table}."id" = %s'
     params = [_directories.param("id", pk)]
     for column, value in (("tenant", tenant), ("product", product)):

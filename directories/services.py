@@ -5,22 +5,49 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from directories.errors import ValidationFailed
+from core.errors import ValidationFailed
+from core.outbound import validate_webhook_url
 from directories.models import ApiKey, Directory, DirectoryType
 from directories.rendering import directory_data
-from webhooks.models import WebhookEvent
-from webhooks.services import directory_event_record
-from webhooks.urlcheck import validate_webhook_url
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 NAME_MAX_LENGTH = Directory._meta.get_field("name").max_length or 200
 UPDATABLE_FIELDS = ("name", "webhook_url", "webhook_secret", "log_webhook_events", "deactivated")
+
+
+@dataclass(frozen=True)
+class DirectoryOutbox:
+    """What the directory writes below need from the webhook outbox: record a dsync.* event in the
+    caller's transaction, and forget a deleted directory's events for its own webhook.
+
+    webhooks builds on this app (its models and services read directories), so this module does not
+    import it: webhooks.apps hands its services in at start-up (`outbox_set`), as it hands dispatch
+    its publisher."""
+
+    event_record: Callable[..., object]  # (directory=, event_type=, data=)
+    events_delete: Callable[..., None]  # (directory_id=)
+
+
+_outbox: DirectoryOutbox | None = None
+
+
+def outbox_set(outbox: DirectoryOutbox) -> None:
+    global _outbox
+    _outbox = outbox
+
+
+def _events() -> DirectoryOutbox:
+    if _outbox is None:
+        raise RuntimeError("no webhook outbox: webhooks.apps did not run (is 'webhooks' installed?)")
+    return _outbox
 
 
 def secret_generate() -> str:
@@ -98,7 +125,7 @@ def directory_create(*, data: dict[str, Any]) -> Directory:
             webhook_url=webhook_url or "",
             webhook_secret=(webhook_secret or secret_generate()) if webhook_url else "",
         )
-        directory_event_record(directory=directory, event_type="dsync.created", data=_public(directory))
+        _events().event_record(directory=directory, event_type="dsync.created", data=_public(directory))
     return directory
 
 
@@ -144,7 +171,7 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
         directory.save(update_fields=[*changed, "updated_at"])
         if "deactivated" in changed:
             event = "dsync.deactivated" if directory.deactivated else "dsync.activated"
-            directory_event_record(directory=directory, event_type=event, data=_public(directory))
+            _events().event_record(directory=directory, event_type=event, data=_public(directory))
     return directory, changed
 
 
@@ -152,8 +179,9 @@ def directory_delete(*, directory: Directory) -> None:
     """Delete a directory with its users, groups, memberships, pending events and delivery log."""
     with transaction.atomic():
         payload = _public(directory)
-        WebhookEvent.objects.filter(directory_id=directory.id, target="directory").delete()
-        directory_event_record(directory=directory, event_type="dsync.deleted", data=payload)
+        outbox = _events()
+        outbox.events_delete(directory_id=directory.id)
+        outbox.event_record(directory=directory, event_type="dsync.deleted", data=payload)
         directory.delete()
 
 

@@ -20,39 +20,18 @@ from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Lower
 from django.db.models.lookups import GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual
 
-from directories.models import GroupMembership, comparison_key
+from core.comparison import comparison_key
+from directories.models import GroupMembership
+from scim.documents.emails import ENTRY, FIELD, index_text
 from scim.errors import ScimError, invalid_filter
 from scim.filter import ENTERPRISE_SCHEMA, And, AttrPath, Compare, ElementFilter, Node, Not, Or, parse_filter
 
 ALWAYS = Q(pk__isnull=False)
 NEVER = Q(pk__in=[])
 
-# Separators of DirectoryUser.emails_index entries: "\x1f<type>\x1e<value>\x1e<primary>\x1f".
-ENTRY, FIELD = "\x1f", "\x1e"
 _NOT_SEP = "[^\x1e\x1f]"
 
 _ORDERING = {"gt": GreaterThan, "ge": GreaterThanOrEqual, "lt": LessThan, "le": LessThanOrEqual}
-
-
-def emails_index(emails: Any) -> str:
-    """The emails_index column for a raw `emails` value (see DirectoryUser.emails_index)."""
-    if not isinstance(emails, list):
-        return ""
-    parts = []
-    for item in emails:
-        if not isinstance(item, dict):
-            continue
-        value = item.get("value")
-        if not isinstance(value, str) or not value:
-            continue
-        kind = item.get("type") if isinstance(item.get("type"), str) else ""
-        primary = "true" if item.get("primary") in (True, "true", "True") else ""
-        parts.append(f"{_clean(kind)}{FIELD}{_clean(value)}{FIELD}{primary}")
-    return ENTRY + ENTRY.join(parts) + ENTRY if parts else ""
-
-
-def _clean(value: str) -> str:
-    return comparison_key(value).replace(ENTRY, "").replace(FIELD, "")
 
 
 def _string(node: Compare) -> str:
@@ -227,7 +206,7 @@ def _emails_compare(node: Compare) -> Q:
         return ~_emails_compare(Compare(node.path, "eq", node.value))
     if node.op == "eq" and sub == "value" and isinstance(node.value, str):
         # The common case stays a plain LIKE, which every backend runs without a regex engine.
-        return Q(emails_index__contains=FIELD + _clean(node.value) + FIELD)
+        return Q(emails_index__contains=FIELD + index_text(node.value) + FIELD)
     return Q(emails_index__regex=_emails_regex({sub: (node.op, node.value)}))
 
 

@@ -10,7 +10,7 @@ from django.db.models import Q
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
-from directories.rows import RowReader
+from core.rows import RowReader
 from directories.selectors import directory_groups, directory_users, page_rows
 from scim.filter_query import Equality
 from scim.rendering import member_item

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite. Locally it uses SQLite unless TEST_DATABASE_URL is set;
-# with CI=true it runs on the local PostgreSQL and Redis and fails if either is missing.
+# Set up, check the import contracts (lint-imports) and run the whole test suite. Locally it uses SQLite
+# unless TEST_DATABASE_URL is set; with CI=true it runs on the local PostgreSQL and Redis and fails if
+# either is missing.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/scim -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,4 +18,6 @@ if [ "${CI:-}" = "true" ]; then
   export TEST_DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/roster_ci}
   export TEST_BROKER_URL=${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}
 fi
+# The import contracts of pyproject.toml ([tool.importlinter]): a broken one fails the run before any test.
+.venv/bin/lint-imports --no-logo --no-cache
 exec .venv/bin/python -m pytest "$@"

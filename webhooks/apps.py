@@ -8,9 +8,18 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The one wire between delivery and Celery: dispatch asks tasks' publisher for drains, without
-        # importing the task module that imports it (no import cycle between the two). Imported here, not at
-        # the top: the task module imports models, which exist only once the apps are loaded.
-        from webhooks import dispatch, tasks
+        # The wires that keep imports one-way (the layers in pyproject.toml), made once at start-up.
+        # Imported here, not at the top: these modules import models, which exist only once the apps are loaded.
+        from directories import services as directory_services
+        from webhooks import dispatch, services, tasks, transport
 
+        # Celery is known to the task module only: dispatch asks its publisher for drains, and transport
+        # learns which exception means "the task must stop now" (never an attempt's outcome).
         dispatch.publisher_set(tasks.drain_publish)
+        transport.task_stop_set(*tasks.TASK_STOP)
+        # Directory writes record dsync.* events in the outbox; directories sits below webhooks.
+        directory_services.outbox_set(
+            directory_services.DirectoryOutbox(
+                event_record=services.directory_event_record, events_delete=services.directory_events_delete
+            )
+        )

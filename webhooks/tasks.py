@@ -1,11 +1,17 @@
-"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch, taking ids and bounded in time."""
+"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch, taking ids and bounded in time.
+
+The one module of webhooks that imports Celery (a contract in pyproject.toml). The tasks are shared tasks,
+bound to the project's Celery app (config.celery) when it loads them, so this app does not import the
+project's configuration.
+"""
 
 from __future__ import annotations
 
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.worker import state as worker_state
 from django.conf import settings
 
-from config.celery import app
 from webhooks import dispatch, services
 
 # A drain works DRAIN_BUDGET seconds, then finishes the batch in hand, whose attempts stop starting after
@@ -30,8 +36,12 @@ DELIVER_TIME_LIMIT = int(float(settings.WEBHOOK_TIMEOUT) + 2 * services.RECORD_R
 # redelivered behind the claim's back (the sweep reports its events instead).
 _ONE_SHOT = {"ignore_result": True, "acks_late": False, "max_retries": 0}
 
+# Raised in a task when its soft time limit fires: the task must stop, the attempt under way is no outcome
+# (webhooks.apps hands these to webhooks.transport).
+TASK_STOP: tuple[type[BaseException], ...] = (SoftTimeLimitExceeded,)
 
-@app.task(name="webhooks.drain", time_limit=DRAIN_TIME_LIMIT, soft_time_limit=DRAIN_SOFT_TIME_LIMIT, **_ONE_SHOT)
+
+@shared_task(name="webhooks.drain", time_limit=DRAIN_TIME_LIMIT, soft_time_limit=DRAIN_SOFT_TIME_LIMIT, **_ONE_SHOT)
 def webhook_events_drain(directory_id: str, target: str) -> dict[str, int]:
     return dispatch.drain_run(directory_id, target, should_stop=_worker_stopping)
 
@@ -48,20 +58,22 @@ def _worker_stopping() -> bool:
     return bool(worker_state.should_stop or worker_state.should_terminate)
 
 
-@app.task(name="webhooks.deliver", time_limit=DELIVER_TIME_LIMIT, soft_time_limit=DELIVER_TIME_LIMIT - 5, **_ONE_SHOT)
+@shared_task(
+    name="webhooks.deliver", time_limit=DELIVER_TIME_LIMIT, soft_time_limit=DELIVER_TIME_LIMIT - 5, **_ONE_SHOT
+)
 def webhook_event_deliver(event_id: str) -> str | None:
     """One event by id: what kicks published before deliveries were drained per directory. Kept so the
     messages still queued at an upgrade are delivered (each event is still claimed once)."""
     return services.event_deliver(event_id=event_id)
 
 
-@app.task(name="webhooks.sweep", ignore_result=True, time_limit=300)
+@shared_task(name="webhooks.sweep", ignore_result=True, time_limit=300)
 def webhook_events_sweep() -> dict[str, int]:
     result = services.events_sweep()
     return {"enqueued": result.enqueued, "worker_lost": result.worker_lost}
 
 
-@app.task(name="webhooks.purge", ignore_result=True, time_limit=600)
+@shared_task(name="webhooks.purge", ignore_result=True, time_limit=600)
 def webhook_deliveries_purge() -> dict[str, int]:
     result = services.deliveries_purge()
     return {"deliveries": result.deliveries, "events": result.events}

@@ -9,7 +9,7 @@ the URL keeps the host name (`RESOLVE`). What it costs in CPU per POST against t
 `http.client` sender is measured in bench/README.md ("Library swaps").
 
 - **Connect-time address check.** Before an attempt on a new connection, the host is resolved here
-  (`webhooks.urlcheck.resolve`) and the whole attempt is refused when any answer is non-public; the
+  (`core.outbound.resolve`) and the whole attempt is refused when any answer is non-public; the
   checked addresses are handed to libcurl with `RESOLVE`, so libcurl never resolves the name itself,
   and `OPENSOCKETFUNCTION` refuses any socket to an address that was not checked (belt and braces:
   the connection provably goes to the approved address). The URL keeps the host name, so the Host
@@ -61,9 +61,8 @@ from urllib.parse import urlsplit
 
 import certifi
 import pycurl
-from celery.exceptions import SoftTimeLimitExceeded
 
-from webhooks.urlcheck import (
+from core.outbound import (
     BLOCKED_MESSAGE,
     BlockedAddress,
     IPAddress,
@@ -88,6 +87,15 @@ _current = threading.local()
 # Handles inherited across a fork: their sockets are the parent's, so the child never closes them
 # (closing a TLS connection writes to it); kept referenced so that garbage collection does not either.
 _inherited: list[Any] = []
+# The exceptions that mean the running task must stop now (Celery's SoftTimeLimitExceeded): they leave
+# `post` instead of becoming an outcome. webhooks.apps hands them over from webhooks.tasks, the one module
+# that knows Celery; until then (no worker) there are none.
+_task_stop: tuple[type[BaseException], ...] = ()
+
+
+def task_stop_set(*exceptions: type[BaseException]) -> None:
+    global _task_stop
+    _task_stop = exceptions
 
 
 @dataclass(frozen=True)
@@ -381,7 +389,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
         curl, kept = _thread_state()
         key = (scheme, host, port)
         addresses, fresh = _addresses(kept, key, started)
-    except SoftTimeLimitExceeded:
+    except _task_stop:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded outcome, never an exception
         error_class, message = _classify(exc, timeout)
@@ -409,9 +417,9 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
         curl.perform()
     except pycurl.error as exc:
         escaped = getattr(sys, "last_value", None)
-        if isinstance(escaped, SoftTimeLimitExceeded) and escaped is not printed_before:
+        if isinstance(escaped, _task_stop) and escaped is not printed_before:
             raise escaped from None  # raised as a callback was entered: pycurl printed it, we honour it
-        if isinstance(attempt.error, SoftTimeLimitExceeded):
+        if isinstance(attempt.error, _task_stop):
             raise attempt.error from None
         code = exc.args[0] if exc.args else -1
         if attempt.refused:
@@ -422,7 +430,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Atte
             failure = _classify_curl(code, curl.getinfo(pycurl.OS_ERRNO), timeout)
         # Otherwise the final answer's headers arrived before the cap, the deadline or a reset cut the
         # body short: the receiver's verdict is known, the excerpt is what arrived.
-    except SoftTimeLimitExceeded:
+    except _task_stop:
         raise  # run by pycurl as perform returned: the task must stop, this is no outcome
     except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded outcome, never an exception
         failure = _classify(exc, timeout)

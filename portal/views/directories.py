@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from adminauth import services as admin_services
-from directories.errors import RosterError, ValidationFailed
+from core.errors import RosterError, ValidationFailed
 from directories.models import DirectoryType
 from directories.rendering import scim_endpoint
 from directories.selectors import directory_get, directory_groups, directory_users

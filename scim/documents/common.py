@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from directories.models import comparison_key
+from core.comparison import comparison_key
 from scim.errors import invalid_syntax, invalid_value
 from scim.filter import ENTERPRISE_SCHEMA
 from scim.schemas import ENTERPRISE_INDEX

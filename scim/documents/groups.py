@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from directories.models import comparison_key
+from core.comparison import comparison_key
 from scim.documents.common import canonical_keys, check_string, key_of
 from scim.documents.patch import DocumentPatcher
 from scim.errors import invalid_path, invalid_value

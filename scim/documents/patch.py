@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from directories.models import comparison_key
+from core.comparison import comparison_key
 from scim.documents.common import READ_ONLY, Index, key_of
 from scim.errors import invalid_path, invalid_syntax, invalid_value, mutability, no_target
 from scim.filter import ENTERPRISE_SCHEMA, And, Compare, Node, Not, Or, PatchPath, matches, parse_patch_path

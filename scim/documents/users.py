@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from directories.models import comparison_key
+from core.comparison import comparison_key
 from scim.documents.common import READ_ONLY, canonical_keys, check_known_types, check_string, coerce_active
+from scim.documents.emails import emails_index
 from scim.documents.patch import DocumentPatcher
 from scim.errors import invalid_value
 from scim.filter import ENTERPRISE_SCHEMA, USER_SCHEMA
-from scim.filter_query import emails_index
 from scim.schemas import ENTERPRISE_INDEX, ENTERPRISE_SUB_TYPES, USER_INDEX, USER_SUB_TYPES
 
 

@@ -1,5 +1,5 @@
 """The storage interface of the SCIM path, and its portable implementation: every write inside an atomic
-block, under the row lock of the user or group it changes, through the row writer (directories.rows).
+block, under the row lock of the user or group it changes, through the row writer (core.rows).
 
 It runs on any database Django supports (SQLite for development, which serializes writers on the
 whole database anyway). scim.storage.postgres extends it with PostgreSQL's lock modes, joins and
@@ -22,7 +22,7 @@ from django.utils import timezone
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
 from directories.rendering import group_data, user_data
-from directories.rows import RowWriter
+from core.rows import RowWriter
 from directories.selectors import directory_get
 from scim.documents import MemberPlan
 from scim.errors import invalid_value, not_found

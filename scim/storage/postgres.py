@@ -13,7 +13,7 @@ makes the hot writes one SQL statement each. Through an atomic block, creating a
 round trips to the database (BEGIN, the INSERT, the outbox INSERT, COMMIT, after the authentication
 SELECT). Here the change and its webhook events are one statement built from data-modifying WITH
 queries, which PostgreSQL runs as a transaction of its own: the change and its events commit
-together or not at all, as the outbox requires (contract §5). `directories.rows.statement_run` runs
+together or not at all, as the outbox requires (contract §5). `core.rows.statement_run` runs
 it.
 
 Writes to an existing row read it first without a lock and make the statement conditional on the
@@ -35,7 +35,7 @@ from django.utils import timezone
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage, directory_users_page
 from directories.rendering import group_data, user_data
-from directories.rows import RowReader, RowWriter, statement_run
+from core.rows import RowReader, RowWriter, statement_run
 from scim.documents import MemberPlan
 from scim.errors import not_found
 from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, user_docs

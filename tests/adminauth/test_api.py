@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 
 from adminauth.models import AdminToken, AdminUser, AuditEntry
-from directories.models import Directory, DirectoryGroup, DirectoryUser, comparison_key
+from core.comparison import comparison_key
+from directories.models import Directory, DirectoryGroup, DirectoryUser
 from tests.adminauth.conftest import ROOT, AdminSession, login
 from webhooks.models import WebhookDelivery
 
@@ -247,7 +248,7 @@ def test_users_are_scoped_to_the_directory_and_paged(admin_client: Client, direc
     assert [u["id"] for u in page] == [str(u.id) for u in mine[1:3]]
     assert _ok(admin_client.get(f"{BASE}/directories/{directory_a.id}/users?pageLimit=5000")).__len__() == 5
     assert _ok(admin_client.get(f"{BASE}/directories/{directory_a.id}/users?pageOffset=9223372036854775807")) == []
-    # Beyond 64 bits is refused, as on the REST API (directories.inputs), not silently capped.
+    # Beyond 64 bits is refused, as on the REST API (core.apiinput), not silently capped.
     _err(admin_client.get(f"{BASE}/directories/{directory_a.id}/users?pageOffset=9223372036854775808"), 400)
 
 

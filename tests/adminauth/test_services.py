@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from adminapi.rendering import audit_data
 from adminauth.models import AdminUser, AuditEntry
-from adminauth.rendering import audit_data
 from adminauth.selectors import audit_list
 from adminauth.services import (
     admin_directory_create,
@@ -17,7 +17,7 @@ from adminauth.services import (
     admin_directory_webhook_secret_rotate,
     audit_record,
 )
-from directories.errors import ValidationFailed
+from core.errors import ValidationFailed
 from directories.models import Directory
 
 pytestmark = pytest.mark.django_db

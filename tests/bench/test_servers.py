@@ -19,7 +19,7 @@ def test_gthread_and_granian_run_the_same_workers_and_threads_and_keepalive_is_t
     assert servers.web_command("keepalive", bin_dir=bin_dir, port=9000, workers=3, threads=2) is None
     gthread = servers.web_command("gthread", bin_dir=bin_dir, port=9000, workers=3, threads=2)
     granian = servers.web_command("granian", bin_dir=bin_dir, port=9001, workers=3, threads=2)
-    assert gthread[:3] == ["/venv/bin/gunicorn", "-c", "config/gunicorn.conf.py"]
+    assert gthread[:3] == ["/venv/bin/gunicorn", "-c", "server/gunicorn.conf.py"]
     assert _flag(gthread, "--worker-class") == "gthread"
     assert (_flag(gthread, "--workers"), _flag(gthread, "--threads")) == ("3", "2")
     assert _flag(gthread, "--bind") == "127.0.0.1:9000"

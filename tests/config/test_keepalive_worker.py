@@ -1,4 +1,4 @@
-"""config.keepalive_worker under a real gunicorn, on raw sockets, with a small WSGI app (below).
+"""server.keepalive_worker under a real gunicorn, on raw sockets, with a small WSGI app (below).
 
 Each server is a gunicorn master started in a subprocess; tests speak HTTP/1.1 byte by byte so that
 what happens to the connection (kept, closed, reset) is what is checked.
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER = "config.keepalive_worker.KeepAliveWorker"
+WORKER = "server.keepalive_worker.KeepAliveWorker"
 
 
 def app(environ: dict, start_response: object) -> list[bytes]:

@@ -1,8 +1,8 @@
 """The server's request-line and header limits, answered in the surface's format by a real gunicorn.
 
 gunicorn refuses these requests before Roster's code runs; the answers come from
-config.keepalive_worker.error_handle (Roster's worker, and gunicorn's own classes through the
-`post_worker_init` hook of config/gunicorn.conf.py). Each server is `gunicorn -c config/gunicorn.conf.py
+server.keepalive_worker.error_handle (Roster's worker, and gunicorn's own classes through the
+`post_worker_init` hook of server/gunicorn.conf.py). Each server is `gunicorn -c server/gunicorn.conf.py
 config.wsgi` in a subprocess, on SQLite, spoken to over raw sockets.
 """
 
@@ -51,7 +51,7 @@ class Gunicorn:
         self.log = tmp / f"gunicorn-{worker_class}.log"
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"],
+                [sys.executable, "-m", "gunicorn", "-c", "server/gunicorn.conf.py", "config.wsgi"],
                 cwd=ROOT,
                 env=env,
                 stdout=log,

@@ -1329,7 +1329,7 @@ def test_catalogue(name: str, world: World, monkeypatch: pytest.MonkeyPatch) -> 
         # Webhook URLs in the cases name made-up hosts: their save-time lookup must not leave the machine.
         raise socket.gaierror(socket.EAI_NONAME, "not resolved in tests")
 
-    monkeypatch.setattr("webhooks.urlcheck.resolve", unresolved)
+    monkeypatch.setattr("core.outbound.resolve", unresolved)
     runner = Runner()
     for case in CLASSES[name](world):
         runner.run(case)

@@ -124,7 +124,7 @@ def _no_dns(monkeypatch: pytest.MonkeyPatch) -> None:
         # that would leave the machine. An unresolvable name is accepted, as in production.
         raise socket.gaierror(socket.EAI_NONAME, "not resolved in tests")
 
-    monkeypatch.setattr("webhooks.urlcheck.resolve", unresolved)
+    monkeypatch.setattr("core.outbound.resolve", unresolved)
 
 
 # Loaded when the module is collected, the way a client gets it: the document's route needs only the

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership, comparison_key
+from core.comparison import comparison_key
+from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.services import api_key_create
 
 

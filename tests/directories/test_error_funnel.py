@@ -13,7 +13,7 @@ from django.db import InterfaceError, OperationalError
 from django.test import Client, RequestFactory
 
 from adminauth.models import AuditEntry
-from directories import errorpages
+from config import errorpages
 from directories.models import Directory
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def _explode(exc: Exception):  # noqa: ANN202
 def test_an_unexpected_exception_names_its_request_id_in_body_header_and_one_log_line(
     api_client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr("directories.apis.directory_list", _explode(KeyError("secret internal detail")))
+    monkeypatch.setattr("restapi.apis.directory_list", _explode(KeyError("secret internal detail")))
     api_client.raise_request_exception = False
     caplog.clear()
     response = api_client.get(REST, ACME, HTTP_X_REQUEST_ID="client-chosen.id_1")
@@ -82,7 +82,7 @@ def test_a_view_exception_is_enveloped_with_debug_on_too(
     api_client: Client, monkeypatch: pytest.MonkeyPatch, settings
 ) -> None:  # noqa: ANN001
     settings.DEBUG = True  # Django would answer its HTML technical page
-    monkeypatch.setattr("directories.apis.tenant_users_page", _explode(RuntimeError("boom")))
+    monkeypatch.setattr("restapi.apis.tenant_users_page", _explode(RuntimeError("boom")))
     api_client.raise_request_exception = False
     _envelope_error(api_client.get(f"{REST}/users", ACME), 500, "request id")
 
@@ -91,7 +91,7 @@ def test_a_view_exception_is_enveloped_with_debug_on_too(
 def test_an_unusable_incoming_request_id_is_replaced_by_a_new_one(
     api_client: Client, monkeypatch: pytest.MonkeyPatch, incoming: str
 ) -> None:
-    monkeypatch.setattr("directories.apis.directory_list", _explode(RuntimeError("boom")))
+    monkeypatch.setattr("restapi.apis.directory_list", _explode(RuntimeError("boom")))
     api_client.raise_request_exception = False
     response = api_client.get(REST, ACME, HTTP_X_REQUEST_ID=incoming)
     request_id = response["X-Request-Id"]
@@ -102,7 +102,7 @@ def test_an_unusable_incoming_request_id_is_replaced_by_a_new_one(
 def test_an_unexpected_exception_in_the_admin_api_is_an_enveloped_500(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("adminauth.apis.directory_list_with_counts", _explode(RuntimeError("boom")))
+    monkeypatch.setattr("adminapi.apis.directory_list_with_counts", _explode(RuntimeError("boom")))
     admin_client.raise_request_exception = False
     response = admin_client.get(f"{ADMIN}/directories")
     _envelope_error(response, 500, "Internal server error (request id ", response["X-Request-Id"])
@@ -135,7 +135,7 @@ def test_every_api_answer_carries_a_request_id(api_client: Client) -> None:
 def test_a_lost_database_is_a_503_with_retry_after_and_one_line_without_traceback(
     api_client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, exc: Exception
 ) -> None:
-    monkeypatch.setattr("directories.apis.directory_list", _explode(exc))
+    monkeypatch.setattr("restapi.apis.directory_list", _explode(exc))
     api_client.raise_request_exception = False
     caplog.clear()
     response = api_client.get(REST, ACME)
@@ -150,7 +150,7 @@ def test_a_lost_database_is_a_503_with_retry_after_and_one_line_without_tracebac
 
 
 def test_a_lost_database_in_the_admin_api_is_a_503(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("adminauth.apis.directory_get", _explode(OperationalError("gone")))
+    monkeypatch.setattr("adminapi.apis.directory_get", _explode(OperationalError("gone")))
     admin_client.raise_request_exception = False
     response = admin_client.get(f"{ADMIN}/directories/7b0c4f5e-2d0a-4a51-9d7e-1c2b3a4d5e6f")
     _envelope_error(response, 503, "database is unavailable")

@@ -8,7 +8,8 @@ import pytest
 from django.db import OperationalError
 from django.test import Client, RequestFactory
 
-from directories import errorpages, health
+from config import errorpages
+from directories import health
 
 pytestmark = pytest.mark.django_db
 
@@ -85,7 +86,7 @@ def test_an_exception_in_an_api_view_becomes_an_enveloped_500(api_client: Client
     def explode(**_: object) -> None:
         raise RuntimeError("internal detail that must not leak")
 
-    monkeypatch.setattr("directories.apis.directory_list", explode)
+    monkeypatch.setattr("restapi.apis.directory_list", explode)
     api_client.raise_request_exception = False
     response = api_client.get("/api/v1/directory-sync", {"tenant": "acme", "product": "crm"})
     assert response.status_code == 500

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from directories.models import DirectoryGroup, DirectoryUser, GroupMembership, comparison_key
+from core.comparison import comparison_key
+from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
 
 pytestmark = pytest.mark.django_db
 

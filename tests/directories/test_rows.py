@@ -1,4 +1,4 @@
-"""RowReader / RowWriter (directories/rows.py) must be indistinguishable from the ORM they bypass."""
+"""RowReader / RowWriter (core/rows.py) must be indistinguishable from the ORM they bypass."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from directories.models import Directory, DirectoryUser, comparison_key
-from directories.rows import RowReader, RowWriter
+from core.comparison import comparison_key
+from core.rows import RowReader, RowWriter
+from directories.models import Directory, DirectoryUser
 from directories.services import directory_create
 
 pytestmark = pytest.mark.django_db

@@ -223,7 +223,8 @@ def test_paging_windows(
 def test_page_limit_defaults_to_100_and_is_capped_at_1000(
     api_client: Client, directory_a: Directory, kind: str
 ) -> None:
-    from directories.models import DirectoryGroup, DirectoryUser, comparison_key
+    from core.comparison import comparison_key
+    from directories.models import DirectoryGroup, DirectoryUser
 
     if kind == "users":
         DirectoryUser.objects.bulk_create(
@@ -244,7 +245,8 @@ def test_pages_do_not_overlap_or_skip_rows_created_in_the_same_instant(
 ) -> None:
     from django.utils import timezone
 
-    from directories.models import DirectoryUser, comparison_key
+    from core.comparison import comparison_key
+    from directories.models import DirectoryUser
 
     now = timezone.now()
     DirectoryUser.objects.bulk_create(

@@ -2,8 +2,8 @@
 
 Everything here is started by the suite and stopped by it, by PID: a PostgreSQL cluster made with
 `initdb` in a temporary directory (run as the `postgres` OS user when the suite runs as root, since
-initdb refuses root), a `redis-server` child process, gunicorn with config/gunicorn.conf.py, a Celery
-worker (`python -m config.worker --pool threads`) and a webhook receiver thread. The machine's shared
+initdb refuses root), a `redis-server` child process, gunicorn with server/gunicorn.conf.py, a Celery
+worker (`python -m server.worker --pool threads`) and a webhook receiver thread. The machine's shared
 PostgreSQL and Redis are never touched: the scenarios stop and kill these.
 
 Processes are started through bench.procs.Service (own session, so stopping one stops its children)
@@ -294,13 +294,13 @@ class Roster:
 
     def start(self) -> None:
         self.manage("migrate", "--noinput")
-        argv = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"]
+        argv = [sys.executable, "-m", "gunicorn", "-c", "server/gunicorn.conf.py", "config.wsgi"]
         self.web = Service("roster-web", argv, env=self.env, cwd=ROOT, log=self.logs / "web.log")
         wait_http("127.0.0.1", self.port, "/healthz", timeout=60, proc=self.web)
         self.worker_start()
 
     def worker_start(self) -> None:
-        argv = [sys.executable, "-m", "config.worker", "--pool", "threads", "-c", "4", "-l", "INFO"]
+        argv = [sys.executable, "-m", "server.worker", "--pool", "threads", "-c", "4", "-l", "INFO"]
         log = self.logs / "worker.log"
         self.worker_log_from = log.stat().st_size if log.exists() else 0
         self.worker = Service("roster-worker", argv, env=self.env, cwd=ROOT, log=log)

@@ -6,7 +6,8 @@ import pytest
 from django.test import Client
 
 from adminauth.models import AdminUser
-from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership, comparison_key
+from core.comparison import comparison_key
+from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 
 ADMIN_EMAIL = "ops@example.com"
 ADMIN_PASSWORD = "correct horse battery staple"

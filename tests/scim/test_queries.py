@@ -7,7 +7,8 @@ import uuid
 import pytest
 from django.db import connection
 
-from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership, comparison_key
+from core.comparison import comparison_key
+from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from tests.scim.conftest import Scim, group_body, user_body
 
 

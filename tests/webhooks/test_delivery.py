@@ -13,7 +13,8 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from directories.models import Directory, DirectoryGroup, DirectoryUser, comparison_key
+from core.comparison import comparison_key
+from directories.models import Directory, DirectoryGroup, DirectoryUser
 from directories.rendering import group_data, user_data
 from directories.services import directory_create, directory_delete, directory_update
 from tests.webhooks.conftest import Receiver, make_hooked_directory

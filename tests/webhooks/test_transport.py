@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from core import outbound
 from tests.webhooks.conftest import Receiver, closed_port
-from webhooks import transport, urlcheck
+from webhooks import transport
 from webhooks.transport import EXCERPT_CAP, post
 
 HEADERS = {"Content-Type": "application/json"}
@@ -160,9 +161,9 @@ def test_dns_rebinding_is_caught_on_the_address_actually_connected(
     def rebinding_getaddrinfo(host, port, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
 
-    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", rebinding_getaddrinfo)
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", rebinding_getaddrinfo)
     url = f"http://hooks.rebind.example:{receiver.port}/ok"
-    urlcheck.validate_webhook_url(url)  # first answer: public, accepted
+    outbound.validate_webhook_url(url)  # first answer: public, accepted
     result = post(url, b"{}", HEADERS, 2)  # second answer: loopback, refused at connect time
     assert result.error_class == "BlockedAddress"
     assert receiver.wait_for(1, timeout=0.3) == []
@@ -179,7 +180,7 @@ def test_connects_to_the_checked_address_keeping_the_host_name(
         calls.append(host)
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
 
-    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", fake_getaddrinfo)
     result = post(f"http://hooks.customer.example:{receiver.port}/ok", b"{}", HEADERS, 2)
     assert result.delivered is True
     assert calls == ["hooks.customer.example"]  # resolved once, by the guard
@@ -263,7 +264,7 @@ def _tls_receiver(cert, key) -> TlsReceiver:  # noqa: ANN001
 
 def _resolve_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        urlcheck.socket,
+        outbound.socket,
         "getaddrinfo",
         lambda host, p, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p))],
     )

@@ -7,11 +7,11 @@ import socket
 
 import pytest
 
-from directories.errors import ValidationFailed
+from core import outbound
+from core.errors import ValidationFailed
+from core.outbound import address_is_public, validate_webhook_url
 from directories.models import Directory
 from directories.services import directory_create
-from webhooks import urlcheck
-from webhooks.urlcheck import address_is_public, validate_webhook_url
 
 REFUSED_HOSTS = [
     "127.0.0.1",  # loopback
@@ -99,7 +99,7 @@ def test_hostname_resolving_to_a_private_address_is_refused(monkeypatch: pytest.
     def fake_getaddrinfo(host, port, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port))]
 
-    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", fake_getaddrinfo)
     with pytest.raises(ValidationFailed) as info:
         validate_webhook_url("https://hooks.customer.example/roster")
     assert "10.0.0.7" not in info.value.message
@@ -112,7 +112,7 @@ def test_hostname_with_any_private_answer_among_public_ones_is_refused(monkeypat
             (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", port, 0, 0)),
         ]
 
-    monkeypatch.setattr(urlcheck.socket, "getaddrinfo", fake_getaddrinfo)
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", fake_getaddrinfo)
     with pytest.raises(ValidationFailed):
         validate_webhook_url("https://hooks.customer.example/roster")
 

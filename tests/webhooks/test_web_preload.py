@@ -1,4 +1,4 @@
-"""What the gunicorn master loads before it forks (config/gunicorn.conf.py `when_ready`).
+"""What the gunicorn master loads before it forks (server/gunicorn.conf.py `when_ready`).
 
 Each probe runs in a fresh interpreter, as the master does, so the modules it finds were loaded by
 the hook and not by an earlier test.
@@ -17,7 +17,7 @@ PROBE = """
 import gc, importlib.util, sys
 import django
 django.setup()
-spec = importlib.util.spec_from_file_location("gunicorn_conf", "config/gunicorn.conf.py")
+spec = importlib.util.spec_from_file_location("gunicorn_conf", "server/gunicorn.conf.py")
 conf = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(conf)
 conf.when_ready(None)

@@ -1,4 +1,4 @@
-"""`python -m config.worker`: the Celery worker without the `celery` command line's imports."""
+"""`python -m server.worker`: the Celery worker without the `celery` command line's imports."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from config import worker as worker_entry
+from server import worker as worker_entry
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import sys
-from config.worker import build, parse
+from server.worker import build, parse
 w = build(parse(["--pool", "threads", "--concurrency", "3", "-n", "probe@localhost", "-Q", "a,b", "--without-gossip"]))
 print(w.pool_cls.__module__, w.concurrency, w.hostname, ",".join(sorted(w.app.amqp.queues.consume_from)))
 print(",".join(m for m in ("celery.bin.celery", "click_repl", "prompt_toolkit", "pygments") if m in sys.modules))
@@ -83,7 +83,7 @@ def _stops_on_sigterm(proc: subprocess.Popen) -> None:
 def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url: str, tmp_path: Path) -> None:
     from config.celery import app
 
-    with _worker(["-m", "config.worker", "--pool", "solo"], broker_url, tmp_path) as (node, proc):
+    with _worker(["-m", "server.worker", "--pool", "solo"], broker_url, tmp_path) as (node, proc):
         replies: list = []
         deadline = time.monotonic() + 60
         while not replies and time.monotonic() < deadline and proc.poll() is None:
@@ -97,14 +97,14 @@ def test_a_started_worker_answers_on_the_broker_and_stops_on_sigterm(broker_url:
 
 @pytest.mark.parametrize(
     "command",
-    [["-m", "celery", "-A", "config", "worker"], ["-m", "config.worker"]],
+    [["-m", "celery", "-A", "config", "worker"], ["-m", "server.worker"]],
     ids=["celery-command", "config-worker"],
 )
 def test_both_commands_start_the_thread_pool_of_the_settings_when_no_pool_is_given(
     broker_url: str, tmp_path: Path, command: list[str]
 ) -> None:
     """`celery -A config worker`, the command every Celery user types, gets the same pool and concurrency as
-    `python -m config.worker` (CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY), not Celery's prefork."""
+    `python -m server.worker` (CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY), not Celery's prefork."""
     from config.celery import app
 
     with _worker(command, broker_url, tmp_path) as (node, proc):

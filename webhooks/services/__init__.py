@@ -3,7 +3,7 @@
 - `recording`: events into the outbox, in the caller's transaction, with one drain kick after commit;
 - `delivery`: claiming a directory's events in batches and making each one's single attempt;
 - `reconnect`: riding out a lost database connection while the drain records what happened;
-- `sweeping`: what a broker or worker outage left behind, and the delivery-log purge.
+- `sweeping`: what a broker or worker outage left behind, the delivery-log purge, a deleted directory's events.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from webhooks.services.sweeping import (
     PurgeResult,
     SweepResult,
     deliveries_purge,
+    directory_events_delete,
     events_sweep,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "SweepResult",
     "deliveries_purge",
     "directory_event_record",
+    "directory_events_delete",
     "event_deliver",
     "event_payload",
     "event_record",

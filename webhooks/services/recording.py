@@ -102,7 +102,7 @@ def _outbox_rows(directory: Directory, target: str, events: list[tuple[uuid.UUID
 
 class PreparedEvents:
     """Events built but not yet written, for a service that writes them in the same SQL statement as its
-    change (directories.rows.statement_run): `rows` are the outbox rows to insert, in recording order
+    change (core.rows.statement_run): `rows` are the outbox rows to insert, in recording order
     and parallel to `payloads` (empty when the directory has no webhook)."""
 
     __slots__ = ("directory_id", "payloads", "rows")

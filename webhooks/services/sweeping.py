@@ -1,4 +1,5 @@
-"""The sweep (events a broker or worker outage left behind) and the purge (log retention), contract §5."""
+"""The sweep (events a broker or worker outage left behind) and the purges (log retention, a deleted
+directory's events), contract §5."""
 
 from __future__ import annotations
 
@@ -118,3 +119,9 @@ def deliveries_purge(*, now: datetime | None = None) -> PurgeResult:
         state__in=[EventState.DELIVERED, EventState.FAILED, EventState.DROPPED], finished_at__lt=cutoff
     ).delete()
     return PurgeResult(deliveries=deliveries + off, events=events)
+
+
+def directory_events_delete(*, directory_id: uuid.UUID) -> None:
+    """Forget a directory's events for its own webhook, as the directory is deleted (its dsync.* events
+    for the global receiver stay: dsync.deleted is one of them)."""
+    WebhookEvent.objects.filter(directory_id=directory_id, target="directory").delete()

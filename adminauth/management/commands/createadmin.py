@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adminauth.services import admin_user_create
-from directories.errors import ValidationFailed
+from core.errors import ValidationFailed
 
 
 class Command(BaseCommand):

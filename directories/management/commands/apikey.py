@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from directories.errors import ValidationFailed
+from core.errors import ValidationFailed
 from directories.selectors import api_key_find, api_key_list
 from directories.services import api_key_create, api_key_revoke
 

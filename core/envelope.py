@@ -9,7 +9,7 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from directories.errors import RosterError
+from core.errors import RosterError
 
 
 class EnvelopeOnly:
@@ -39,7 +39,7 @@ def fail_json(message: str, status: int) -> JsonResponse:
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     """DRF's exception handler: every error of an API view leaves in the envelope. What it does not know
-    (a bug, a lost database) goes on to directories.errorpages, the one funnel for those."""
+    (a bug, a lost database) goes on to config.errorpages, the one funnel for those."""
     if isinstance(exc, RosterError):
         return fail(exc.message, exc.status)
     if isinstance(exc, Http404):

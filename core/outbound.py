@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from directories.errors import ValidationFailed
+from core.errors import ValidationFailed
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

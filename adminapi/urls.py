@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from adminauth import apis
+from adminapi import apis
 
 urlpatterns = [
     path("user/_login", apis.LoginApi.as_view(), name="admin-login"),

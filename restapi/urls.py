@@ -1,16 +1,16 @@
 """REST routes (contract §3). `/api/v1/dsync/…` is an alias of `/api/v1/directory-sync/…`.
 
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
-`<directory_id>/events` belongs to webhooks.urls (the delivery log).
+`<directory_id>/events` is the delivery log (restapi.deliveries).
 """
 
 from __future__ import annotations
 
 from django.urls import path
 
-from directories import apis
-from directories.health import healthz
-from directories.openapi import RestSchemaView
+from restapi import apis
+from restapi.deliveries import DirectoryEventsApi
+from restapi.openapi import RestSchemaView
 
 
 def _routes(prefix: str, suffix: str) -> list:
@@ -28,5 +28,6 @@ urlpatterns = [
     *_routes("api/v1/directory-sync", ""),
     *_routes("api/v1/dsync", "-dsync"),
     path("api/v1/schema", RestSchemaView.as_view(), name="rest-schema"),
-    path("healthz", healthz, name="healthz"),
+    path("api/v1/directory-sync/<str:directory_id>/events", DirectoryEventsApi.as_view(), name="directory-events"),
+    path("api/v1/dsync/<str:directory_id>/events", DirectoryEventsApi.as_view(), name="dsync-directory-events"),
 ]

@@ -7,14 +7,16 @@ Two ways an exception reaches us, one answer for both:
 - raised by a view (DRF re-raises what it does not know): `ApiErrorMiddleware.process_exception`;
 - raised anywhere else in the request (a middleware): Django calls `handler500` from inside its
   `except` block, so `sys.exc_info()` still holds it.
-A lost database (`OperationalError`/`InterfaceError`: psycopg's connection errors arrive as these, and
-so do SQLite's "database is locked" and PostgreSQL's lock and statement timeouts) is an operational
-condition, not a bug: 503 with `Retry-After`, one log line naming the exception class, no traceback.
+A lost database (core.outage) is an operational condition, not a bug: 503 with `Retry-After`, one log
+line naming the exception class, no traceback.
 Django closes a connection that failed when its request ends (`close_if_unusable_or_obsolete`, with
 CONN_HEALTH_CHECKS off too), so the next request connects afresh. Anything else is a 500 that names a
 request id, logged once with that id and the traceback so an operator can find it from the client's
 report. Each such request is marked as logged, so Django's `django.request` logger does not add a second
 line for it.
+
+It lives in config/ because it answers for every surface (SCIM errors, the envelope, Django's pages) and
+only the project's wiring uses it: the settings (middleware, CSRF view) and config/urls.py (handlers).
 """
 
 from __future__ import annotations
@@ -25,24 +27,20 @@ from collections.abc import Callable
 from types import TracebackType
 
 from django.core.exceptions import BadRequest, PermissionDenied, RequestDataTooBig, SuspiciousOperation
-from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import csrf, defaults
 from django.views.decorators.csrf import csrf_exempt
 
+from core.envelope import fail_json
 from core.logfilters import mark_logged
+from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
-from directories.envelope import fail_json
 from scim.errors import ScimError
 
 logger = logging.getLogger(__name__)
 
 _ENVELOPE_PREFIXES = ("/api/v1/", "/auditlog/")
 _SCIM_PREFIX = "/api/scim/"
-# Long enough for a database failover or a restart to finish, short enough that a client retrying on
-# the header does not wait noticeably longer than the outage.
-RETRY_AFTER_SECONDS = 5
-DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 
 _DJANGO_ANSWERS = (Http404, PermissionDenied, SuspiciousOperation, BadRequest)
 

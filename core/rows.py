@@ -1,10 +1,10 @@
 """Reading whole model rows by a fixed condition without the ORM's query compiler.
 
 Every SCIM request authenticates against its directory and most then read one user or group by
-id. Through a QuerySet each of those lookups spends about 0.3 ms of CPU building and compiling the
-same SQL again (bench/README.md, "What each change bought"). `RowReader` builds the column list
-and the value converters of a model once per database connection alias and then only executes:
-the SQL text is fixed, every value is a parameter.
+id. Through a QuerySet each of those lookups spends CPU time building and compiling the same SQL
+again (bench/README.md, "What each change bought"). `RowReader` builds the column list and the value
+converters of a model once per database connection alias and then only executes: the SQL text is
+fixed, every value is a parameter.
 
 The rows come back as ordinary model instances (`Model.from_db`), with the same conversions the
 ORM applies (UUIDs and datetimes on SQLite, JSON fields, the decryption of secret fields), so the

@@ -17,13 +17,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from adminauth.services import audit_record
-from directories import openapi as doc
-from directories.auth import ApiKeyAuthentication
-from directories.envelope import EnvelopeOnly, ok
-from directories.errors import NotFound
-from directories.inputs import json_body, page_bounds, query_check, query_required
+from core.apiinput import json_body, page_bounds, query_check, query_required
+from core.envelope import EnvelopeOnly, ok
+from core.errors import NotFound
 from directories.models import ApiKey, Directory
-from directories.renderers import OrjsonRenderer
 from directories.rendering import directory_data, group_data, user_data
 from directories.selectors import (
     directory_get,
@@ -35,10 +32,13 @@ from directories.selectors import (
     tenant_users_page,
 )
 from directories.services import directory_create, directory_delete, directory_update
+from restapi import openapi as doc
+from restapi.auth import ApiKeyAuthentication
+from restapi.renderers import OrjsonRenderer
 
 
 class ApiView(EnvelopeOnly, APIView):
-    """Base of every REST view: API-key auth, orjson out, errors through directories.envelope."""
+    """Base of every REST view: API-key auth, orjson out, errors through core.envelope."""
 
     authentication_classes = [ApiKeyAuthentication]
     permission_classes: list = []

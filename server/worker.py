@@ -1,10 +1,12 @@
-"""A Celery worker started without the `celery` command line: `python -m config.worker`.
+"""A Celery worker started without the `celery` command line: `python -m server.worker`.
 
-`celery -A config worker` runs the same worker. The difference is memory: the `celery` program
-imports all of its subcommands before it runs one, and its `amqp` shell brings prompt_toolkit,
-pygments and wcwidth. A worker started here uses about 10 MB less (PSS 72 -> 62 MB at the peak of
-`python -m bench.compare`, bench/README.md). The options are the worker options Roster's
-deployment uses; anything else comes from the CELERY_* settings, as with the `celery` command.
+`celery -A config worker` runs the same worker. Why this exists: memory. The `celery` program imports
+all of its subcommands before it runs one, and its `amqp` shell brings prompt_toolkit, pygments and
+wcwidth into every worker. Gain: bench/README.md, "Session 5 results", item 1 of "What changed this
+session". Delete it when `celery -A config worker` no longer loads those (compare the worker's PSS in
+`python -m bench.compare`'s per-process split) and use that command instead. The options are the
+worker options Roster's deployment uses; anything else comes from the CELERY_* settings, as with the
+`celery` command.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m config.worker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m server.worker", description=__doc__.splitlines()[0])
     # No defaults here: like `celery worker`, an option left out comes from CELERY_WORKER_POOL and
     # CELERY_WORKER_CONCURRENCY (config/settings.py), so both commands start the same worker.
     parser.add_argument("-P", "--pool", choices=POOLS, default=None, help="default: CELERY_WORKER_POOL (threads)")

@@ -18,13 +18,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from adminapi.auth import AdminAuthentication, AdminThrottled, root_token_matches
+from adminapi.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth import selectors, services
-from adminauth.auth import AdminAuthentication, AdminThrottled, root_token_matches
-from adminauth.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
-from directories.envelope import EnvelopeOnly, fail, fail_json, ok
-from directories.errors import NotFound, ValidationFailed
-from directories.inputs import json_object_body, page_bounds, query_check
+from core.apiinput import json_object_body, page_bounds, query_check
+from core.envelope import EnvelopeOnly, fail, fail_json, ok
+from core.errors import NotFound, ValidationFailed
 from directories.models import Directory
 from directories.rendering import directory_data, group_data, user_data
 from directories.selectors import directory_get, directory_groups, directory_list_with_counts, directory_users
@@ -33,7 +33,7 @@ from webhooks.selectors import delivery_list
 
 
 def paged(request: Request, qs: QuerySet) -> list:
-    """One page of `qs` by pageOffset/pageLimit, read as on the REST API (directories.inputs)."""
+    """One page of `qs` by pageOffset/pageLimit, read as on the REST API (core.apiinput)."""
     offset, limit = page_bounds(request)
     return list(qs[offset : offset + limit]) if limit else []
 

@@ -1,9 +1,13 @@
 # ruff: noqa: N999  (gunicorn looks for a file named gunicorn.conf.py)
-"""Production gunicorn settings: `gunicorn -c config/gunicorn.conf.py config.wsgi:application`.
+"""Production gunicorn settings: `gunicorn -c server/gunicorn.conf.py config.wsgi:application`.
 
-Every knob can be overridden from the environment (GUNICORN_*), or on the command line, which wins
-over this file. The defaults follow what was measured on the project's 2-core machine (see
-bench/README.md).
+Why it exists: gunicorn's defaults (the `sync` worker, one process, no preload) fit Roster badly. Every
+knob can be overridden from the environment (GUNICORN_*), or on the command line, which wins over this
+file. The defaults follow what was measured on the project's 2-core machine; the gains are in
+bench/README.md: the worker class in "Session 7 results" and "Session 8 results", the master's
+preload and `gc.freeze()` in "Earlier change: gunicorn preload and gc.freeze", the broker transport
+loaded before the fork in "Session 5 results". The file stays as long as gunicorn serves Roster; a hook
+goes when its measurement no longer shows a gain (each says what it does).
 """
 
 from __future__ import annotations
@@ -18,22 +22,20 @@ def _int(name: str, default: int) -> int:
 
 
 # One request at a time per process (a Roster request is short and CPU-bound: parse, 1-3 queries,
-# render), keeping clients' connections open between their requests: config/keepalive_worker.py.
+# render), keeping clients' connections open between their requests: server/keepalive_worker.py.
 # gunicorn's `sync` closes every connection after its response, so each request paid for a new TCP
 # connection. Measured against `sync` in bench/README.md (session 7; gthread in sessions 3 and 5).
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.keepalive_worker.KeepAliveWorker")
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "server.keepalive_worker.KeepAliveWorker")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
 # Connections a worker keeps open at once (this worker; for gthread, raise it: its default is 1000).
 # 3 per worker keeps 8-9 busy clients connected on 3 workers; with 1, a worker keeps a connection only
-# while no other client waits, and under load every request reconnects. Session 8 (bench/README.md):
-# 3 answered the 404 phase 18-40% faster; the whole workload was as fast in full runs and 7-23% faster
-# in roster-only rounds; write p99 reached 37 ms against 28 (and when the host slowed down, passed
-# 40 ms in 8 of 12 rounds against 3 of 8). The price of keeping more clients than one: a client whose
+# while no other client waits, and under load every request reconnects. 3 is faster, with longer write
+# tails (bench/README.md, session 8). The price of keeping more clients than one: a client whose
 # worker is busy with another client's request waits for it, even when another worker is idle, and a
 # descheduled worker holds up every client it keeps.
 worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 3)
 # cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
-# memory (~50 MB each) and context switches; fewer leaves a core idle during database round trips.
+# memory and context switches; fewer leaves a core idle during database round trips.
 workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)
 
 bind = os.environ.get("GUNICORN_BIND") or f"0.0.0.0:{_int('PORT', 8000)}"
@@ -57,7 +59,7 @@ max_requests_jitter = _int("GUNICORN_MAX_REQUESTS_JITTER", max_requests // 10)
 
 # Bounded request line and headers: SCIM filters sit in the query string, 8 KiB is plenty. A request
 # past them is refused before the app runs: 414 (line) or 431 (headers), in the surface's format
-# (config/keepalive_worker.py, `post_worker_init` below for gunicorn's own worker classes).
+# (server/keepalive_worker.py, `post_worker_init` below for gunicorn's own worker classes).
 limit_request_line = 8190
 limit_request_fields = 100
 
@@ -70,7 +72,7 @@ def post_worker_init(worker: object) -> None:
     their answer is the JSON object that both SCIM and envelope clients read (see keepalive_worker)."""
     import types
 
-    from config.keepalive_worker import KeepAliveWorker, error_handle
+    from server.keepalive_worker import KeepAliveWorker, error_handle
 
     if not isinstance(worker, KeepAliveWorker):
         worker.handle_error = types.MethodType(error_handle, worker)  # type: ignore[attr-defined]
@@ -109,8 +111,8 @@ def _broker_transport_load() -> None:
     """Import the broker's transport module now, in the master.
 
     kombu imports it on a process's first publish, so each worker would otherwise import it on its
-    first webhook kick, privately: for Redis that is redis-py, about 6 MB per worker
-    (`python -m bench.memgrowth`). Creating the transport object imports it; nothing connects.
+    first webhook kick, privately: for Redis that is redis-py (measured with `python -m bench.memgrowth`,
+    bench/README.md). Creating the transport object imports it; nothing connects.
     """
     from django.conf import settings
 

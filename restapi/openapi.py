@@ -2,7 +2,7 @@
 
 The serializers here only describe shapes for the schema; the views never run them, because
 hand-rolled parsing and rendering keep the hot paths fast and the services own validation. Keep them
-in step with directories.rendering, directories.services and directories.inputs: tests/contract runs
+in step with directories.rendering, directories.services and core.apiinput: tests/contract runs
 schemathesis against the server with this document, so a bound stated here that the server does not
 enforce (or the other way round) fails the suite.
 """
@@ -26,19 +26,19 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.apiinput import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_NUMBER_MAX, query_check
+from core.envelope import EnvelopeOnly
+from core.errors import ValidationFailed
 from core.requestid import HEADER
-from directories.auth import ApiKeyAuthentication
-from directories.envelope import EnvelopeOnly
-from directories.errors import ValidationFailed
-from directories.inputs import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_NUMBER_MAX, query_check
 from directories.models import DirectoryType
-from directories.renderers import OrjsonRenderer
+from restapi.auth import ApiKeyAuthentication
+from restapi.renderers import OrjsonRenderer
 
 TYPES = [choice.value for choice in DirectoryType]
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "directories.auth.ApiKeyAuthentication"
+    target_class = "restapi.auth.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
@@ -193,7 +193,7 @@ GroupListEnvelope = envelope("GroupListEnvelope", GroupSerializer(many=True))
 
 DeliveryListEnvelope = envelope("DeliveryListEnvelope", DeliverySerializer(many=True))
 
-# Query parameters, with the bounds directories.inputs enforces.
+# Query parameters, with the bounds core.apiinput enforces.
 _PAGE_NUMBER = {"type": "integer", "minimum": 0, "maximum": PAGE_NUMBER_MAX}
 TENANT = OpenApiParameter(
     "tenant", {"type": "string", "minLength": 1}, required=True, description="Tenant of the directories."
@@ -323,8 +323,8 @@ class RestSchemaView(EnvelopeOnly, SpectacularAPIView):
     permission_classes: list = []
     renderer_classes = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]
     custom_settings = {
-        "PREPROCESSING_HOOKS": ["directories.openapi.only_rest_api"],
-        "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "directories.openapi._tighten"],
+        "PREPROCESSING_HOOKS": ["restapi.openapi.only_rest_api"],
+        "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "restapi.openapi._tighten"],
         "DESCRIPTION": (
             "Directory sync: directories, users and groups pushed by identity providers over SCIM. "
             "Every path under /api/v1/directory-sync is also served under /api/v1/dsync (operationIds "

@@ -7,12 +7,12 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from directories import openapi as doc
-from directories.apis import ApiView
-from directories.envelope import ok
-from directories.errors import NotFound, ValidationFailed
-from directories.inputs import page_bounds, query_boolean, query_choice
+from core.apiinput import page_bounds, query_boolean, query_choice
+from core.envelope import ok
+from core.errors import NotFound, ValidationFailed
 from directories.selectors import directory_get
+from restapi import openapi as doc
+from restapi.apis import ApiView
 from webhooks.models import WebhookDelivery
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list

@@ -1,5 +1,12 @@
 """A gunicorn worker that serves one request at a time, like `sync`, and keeps connections open.
 
+Why it exists: identity providers send bursts of requests on one HTTP/1.1 connection, and gunicorn has
+no worker that keeps it without handing each request to another thread. Gain: bench/README.md,
+"Session 7 results", item 1 of "What changed this session" (against `sync`), and "Session 8 results",
+item 3 (three kept connections per worker). Delete it when gunicorn's own classes match it in that
+comparison (`GUNICORN_WORKER_CLASS=sync` or `gthread` through `bench.compare`), or when a proxy in
+front holds the clients' connections and Roster no longer sees them.
+
 gunicorn's `sync` worker closes the connection after every response, so a client that reuses its
 connection (Okta, Entra, any HTTP/1.1 client) pays for a new TCP connection and a lingering close on
 every request, and the worker sleeps and wakes up more often per request. `gthread` keeps
@@ -16,13 +23,11 @@ waits in the listen queue (checked when the app is done, before the headers go o
 says `Connection: close` and the worker takes the next client from the queue, as `sync` does. With
 one connection per worker that is the rule under load: 8 busy clients on 3 workers are served from
 one shared queue in arrival order, each request on a new connection. With 3 per worker (the default)
-the 8 clients all stay connected: the 404 phase of the benchmark ran 18-40% faster and the whole
-workload as fast or faster, with write p99 up to 37 ms against 28, and past 40 ms more often when the
-host slowed down (bench/README.md, session 8). A client whose worker is busy with another kept client's request
-waits for it, even while another worker is idle, and a worker that is descheduled holds up every
-client it keeps.
+the 8 clients all stay connected: faster, with longer write tails (bench/README.md, session 8). A
+client whose worker is busy with another kept client's request waits for it, even while another worker
+is idle, and a worker that is descheduled holds up every client it keeps.
 
-A worker holds at most `worker_connections` kept connections (default 3 in config/gunicorn.conf.py).
+A worker holds at most `worker_connections` kept connections (default 3 in server/gunicorn.conf.py).
 When it is full and a client waits, it makes room: it closes a connection that has been idle for
 `IDLE_ENOUGH` seconds, or else the next response on a busy one says `Connection: close`. A kept
 connection that stays idle is closed after `keepalive` seconds.
@@ -79,7 +84,7 @@ _PIPE = object()
 # Which surface is decided from the start of the request line. This worker keeps the first bytes it read
 # for each request (`_HeadUnreader`), so it knows the path even when the line was cut at the limit (the
 # path comes before the query string, where the length is). gunicorn's own `sync` and `gthread` workers
-# do not keep them (config/gunicorn.conf.py hands them `error_handle` through `post_worker_init`), and
+# do not keep them (server/gunicorn.conf.py hands them `error_handle` through `post_worker_init`), and
 # then the answer is one JSON object carrying both formats' members, `schemas`/`status`/`detail` for a
 # SCIM client and `data`/`error` for an envelope client, so either kind of client can read it.
 

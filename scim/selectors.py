@@ -8,9 +8,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
+from core.rows import RowReader
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
-from core.rows import RowReader
 from directories.selectors import directory_groups, directory_users, page_rows
 from scim.filter_query import Equality
 from scim.rendering import member_item

@@ -16,12 +16,12 @@ from typing import Any
 
 import orjson
 from django.core.exceptions import BadRequest, SuspiciousOperation
-from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.utils.http import parse_header_parameters
 from django.views.decorators.csrf import csrf_exempt
 
 from core.logfilters import mark_logged
+from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
 from scim.api import MAX_BODY_BYTES, allowed_methods, process
 from scim.errors import ScimError, invalid_syntax
@@ -30,7 +30,6 @@ from scim.request import ScimRequest
 logger = logging.getLogger("roster.scim")
 
 CONTENT_TYPE = "application/scim+json"
-RETRY_AFTER_SECONDS = 5  # a restart or failover of PostgreSQL takes seconds; IdPs retry on 503 with Retry-After
 ACCEPTED_TYPES = ("application/scim+json", "application/json")
 RESOURCES = {
     "users": "users",
@@ -72,7 +71,7 @@ def scim_answer(
         # Django's own refusals of a malformed request, e.g. more query parameters than
         # DATA_UPLOAD_MAX_NUMBER_FIELDS: a 400 in SCIM's format (the class only, not the request).
         status, body = 400, orjson.dumps(invalid_syntax(f"The request was refused ({type(exc).__name__}).").body())
-    except (OperationalError, InterfaceError) as exc:
+    except DATABASE_UNAVAILABLE as exc:
         # The database is down, restarting or dropped this connection: the client may retry, and a
         # traceback per request would flood the log during an outage. Django closes the broken
         # connection when the request finishes (request_finished), so the next request connects anew.

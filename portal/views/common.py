@@ -17,8 +17,6 @@ from django.views.decorators.cache import never_cache
 
 from adminauth.throttle import client_ip as admin_client_ip
 from core.errors import ValidationFailed
-from directories.models import Directory
-from directories.selectors import directory_get
 
 PAGE_SIZE = 50
 

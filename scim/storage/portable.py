@@ -19,10 +19,10 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from core.rows import RowWriter
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
 from directories.rendering import group_data, user_data
-from core.rows import RowWriter
 from directories.selectors import directory_get
 from scim.documents import MemberPlan
 from scim.errors import invalid_value, not_found

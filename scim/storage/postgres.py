@@ -32,10 +32,10 @@ from typing import Any
 from django.db import IntegrityError, connection
 from django.utils import timezone
 
+from core.rows import RowReader, RowWriter, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage, directory_users_page
 from directories.rendering import group_data, user_data
-from core.rows import RowReader, RowWriter, statement_run
 from scim.documents import MemberPlan
 from scim.errors import not_found
 from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, user_docs

@@ -18,8 +18,10 @@ from bench.procs import Service, recreate_database, wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
-# The reference lives in ../shared beside the checkout (as in CI and every session).
-JACKSON_SRC = Path(os.environ.get("JACKSON_ANCHOR", str(ROOT.parent / "shared" / "anchors" / "jackson")))
+# The Jackson reference server (package.json, package-lock.json, server.js) is not part of this
+# repository: JACKSON_ANCHOR names the folder that holds it. Once copied into bench/.jackson and
+# installed, that copy is used as it is when JACKSON_ANCHOR is not set.
+JACKSON_ANCHOR = os.environ.get("JACKSON_ANCHOR", "")
 JACKSON_DIR = BENCH / ".jackson"  # git-ignored: node_modules never enters the repository
 VENV_BIN = ROOT / ".venv" / "bin"
 PG_URL = "postgres://postgres@127.0.0.1:5432"
@@ -77,15 +79,20 @@ def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
 
 def jackson_install(log: Any = print) -> None:
     """Copy the reference to bench/.jackson and `npm ci` there, once (again only if the lock changed)."""
+    if not JACKSON_ANCHOR:
+        if (JACKSON_DIR / "node_modules").is_dir() and (JACKSON_DIR / "server.js").is_file():
+            return
+        raise SystemExit("Set JACKSON_ANCHOR to the folder that holds the Jackson reference server.")
+    source = Path(JACKSON_ANCHOR)
     JACKSON_DIR.mkdir(parents=True, exist_ok=True)
-    lock_src = (JACKSON_SRC / "package-lock.json").read_bytes()
+    lock_src = (source / "package-lock.json").read_bytes()
     stamp = JACKSON_DIR / ".installed-lock"
     for name in ("package.json", "package-lock.json", "server.js"):
         target = JACKSON_DIR / name
-        if not target.exists() or target.read_bytes() != (JACKSON_SRC / name).read_bytes():
+        if not target.exists() or target.read_bytes() != (source / name).read_bytes():
             if target.exists():
                 target.chmod(0o644)
-            shutil.copyfile(JACKSON_SRC / name, target)
+            shutil.copyfile(source / name, target)
     if (JACKSON_DIR / "node_modules").is_dir() and stamp.exists() and stamp.read_bytes() == lock_src:
         return
     log("installing the Jackson reference (npm ci, a minute or two)...")

@@ -3,9 +3,12 @@
 Why it exists: identity providers send bursts of requests on one HTTP/1.1 connection, and gunicorn has
 no worker that keeps it without handing each request to another thread. Gain: bench/README.md,
 "Session 7 results", item 1 of "What changed this session" (against `sync`), and "Session 8 results",
-item 3 (three kept connections per worker). Delete it when gunicorn's own classes match it in that
-comparison (`GUNICORN_WORKER_CLASS=sync` or `gthread` through `bench.compare`), or when a proxy in
-front holds the clients' connections and Roster no longer sees them.
+item 3 (three kept connections per worker). Against maintained servers (bench/README.md, "Servers"):
+gunicorn's `gthread` is slower; granian is faster but, without preload, heavier per worker, and it
+answers an over-long request line with a bare 414 instead of the surface's error format. Delete this
+worker when Roster moves to granian (2 workers fit the memory bound) after taking on the limit on
+request-line and header size itself, when gunicorn's own classes match it in that comparison
+(`bash bench/servers.sh`), or when a proxy in front holds the clients' connections.
 
 gunicorn's `sync` worker closes the connection after every response, so a client that reuses its
 connection (Okta, Entra, any HTTP/1.1 client) pays for a new TCP connection and a lingering close on

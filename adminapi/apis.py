@@ -43,11 +43,12 @@ def _body(request: Request) -> dict[str, Any]:
     return json_object_body(request)
 
 
-class AdminView(EnvelopeOnly, APIView):
-    authentication_classes = [AdminAuthentication]
+class AdminApiView(EnvelopeOnly, APIView):
+    """What every admin API view does: checks the query after authentication (a stranger learns
+    nothing), and says when to retry a throttled request."""
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)  # authentication first: a stranger learns nothing
+        super().initial(request, *args, **kwargs)
         query_check(request)
 
     def handle_exception(self, exc: Exception) -> Response:
@@ -55,6 +56,10 @@ class AdminView(EnvelopeOnly, APIView):
         if isinstance(exc, exceptions.Throttled) and exc.wait:
             response["Retry-After"] = str(int(exc.wait))
         return response
+
+
+class AdminView(AdminApiView):
+    authentication_classes = [AdminAuthentication]
 
     def _directory(self, directory_id: str) -> Directory:
         directory = directory_get(directory_id=directory_id)
@@ -66,20 +71,10 @@ class AdminView(EnvelopeOnly, APIView):
         return client_ip(self.request)
 
 
-class LoginApi(EnvelopeOnly, APIView):
+class LoginApi(AdminApiView):
     """POST /user/_login: root token in `Authorization: token=<root>`, the admin's email in claims."""
 
     authentication_classes: list = []
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
-        query_check(request)
-
-    def handle_exception(self, exc: Exception) -> Response:
-        response = super().handle_exception(exc)
-        if isinstance(exc, exceptions.Throttled) and exc.wait:
-            response["Retry-After"] = str(int(exc.wait))
-        return response
 
     def post(self, request: Request) -> Response:
         if not settings.ADMIN_ROOT_TOKEN:

@@ -7,6 +7,7 @@ serializers, which would double the cost of a request and duplicate the rules.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -168,6 +169,20 @@ class DirectoryDetailApi(ApiView):
         return ok({})
 
 
+def _tenant_list(request: Request, page: Callable[..., Any], render: Callable[[Any], dict[str, Any]]) -> Response:
+    """One page of a tenant and product's users or groups (`page`: the selector), optionally of one
+    directory (`directoryId`), rendered with `render`."""
+    tenant, product = tenant_product(request)
+    offset, limit = page_bounds(request)
+    directory = _directory_filter(request, tenant, product)
+    if limit == 0:
+        return ok([])
+    rows = page(
+        tenant=tenant, product=product, directory_id=directory.id if directory else None, offset=offset, limit=limit
+    )
+    return ok([render(row) for row in rows])
+
+
 class UserListApi(ApiView):
     @extend_schema(
         operation_id="users_list",
@@ -177,15 +192,7 @@ class UserListApi(ApiView):
         responses={200: doc.UserListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
-        tenant, product = tenant_product(request)
-        offset, limit = page_bounds(request)
-        directory = _directory_filter(request, tenant, product)
-        if limit == 0:
-            return ok([])
-        users = tenant_users_page(
-            tenant=tenant, product=product, directory_id=directory.id if directory else None, offset=offset, limit=limit
-        )
-        return ok([user_data(u) for u in users])
+        return _tenant_list(request, tenant_users_page, user_data)
 
 
 class UserDetailApi(ApiView):
@@ -213,15 +220,7 @@ class GroupListApi(ApiView):
         responses={200: doc.GroupListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
-        tenant, product = tenant_product(request)
-        offset, limit = page_bounds(request)
-        directory = _directory_filter(request, tenant, product)
-        if limit == 0:
-            return ok([])
-        groups = tenant_groups_page(
-            tenant=tenant, product=product, directory_id=directory.id if directory else None, offset=offset, limit=limit
-        )
-        return ok([group_data(g) for g in groups])
+        return _tenant_list(request, tenant_groups_page, group_data)
 
 
 class GroupDetailApi(ApiView):

@@ -10,7 +10,7 @@ commit that deleted webhooks/deadline.py, or --old-ref) into temporary modules o
 - POST: `transport.post` of a small signed-looking JSON body to a keep-alive receiver on 127.0.0.1
   (a separate process, so its CPU does not count), back to back and with a 9 ms pause after each POST
   (a drain of a steady stream sends them like that: caches and branch predictors cool in between).
-- kick: `Coalescer.claim_or_wake` on the local Redis (db --redis-db, default 10), on a fresh key each
+- kick: `DrainFlag.claim_or_wake` on the local Redis (db --redis-db, default 10), on a fresh key each
   time after the first (the path a SCIM write takes when no drain is running), back to back and paused.
 
 Reported: process CPU per operation (time.process_time of this process, all threads, so the old
@@ -156,7 +156,7 @@ def main() -> None:
 
     settings.configure(WEBHOOK_ALLOW_PRIVATE_NETWORKS=True)
 
-    from webhooks import coalescer as new_coalescer
+    from webhooks import drainflag as new_drainflag
     from webhooks import transport as new_transport
 
     ref = old_ref(args.old_ref)
@@ -167,12 +167,12 @@ def main() -> None:
         "_bench_old_transport",
         {"from webhooks.deadline import": "from _bench_old_deadline import"},
     )
-    old_coalescer = load_old(ref, "webhooks/coalescer.py", "_bench_old_coalescer")
+    old_coalescer = load_old(ref, "webhooks/coalescer.py", "_bench_old_coalescer")  # its name at that commit
 
     receiver, port = start_receiver()
     url = f"http://127.0.0.1:{port}/hook"
     redis_url = f"redis://127.0.0.1:6379/{args.redis_db}"
-    flags = {"old": old_coalescer.Coalescer(redis_url), "new": new_coalescer.Coalescer(redis_url)}
+    flags = {"old": old_coalescer.Coalescer(redis_url), "new": new_drainflag.DrainFlag(redis_url)}
     directory = f"bench-{uuid.uuid4()}"
     try:
         for name, module in (("old", old_transport), ("new", new_transport)):

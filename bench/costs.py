@@ -20,7 +20,7 @@ edited), to price a fix before anyone writes it:
                    gave them settings.SCIM_MIDDLEWARE (no session, auth, CSRF, messages, static
                    files or frame header)
 - django_handler   SCIM requests through Django's handler with settings.SCIM_MIDDLEWARE, as before
-                   scim.wsgi answered them without it
+                   scim.http.wsgi answered them without it
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.scale --sizes 1000,10000 --repeats 50
 
 One directory on a fresh PostgreSQL database (roster_scale) is grown step by step with bulk inserts
-through the models (the same columns SCIM writes: scim.documents.user_finalize when present), plus
+through the models (the same columns SCIM writes: scim.protocol.documents.user_finalize when present), plus
 `--spares` users that are in no group. At each size, Roster runs in production shape (gunicorn with
 server/gunicorn.conf.py, DEBUG off) and one client measures p50/p95 of:
 
@@ -57,7 +57,7 @@ def _user_row(i: int, fields: set[str]) -> dict[str, Any]:
     uid = uuid.uuid4()
     doc = okta_user(TAG, i)
     try:
-        from scim.documents import user_finalize
+        from scim.protocol.documents import user_finalize
     except ImportError:  # SCIM not landed: derive the columns the way contract §3 describes them
         raw = {**doc, "id": str(uid)}
         cols = {
@@ -100,7 +100,7 @@ def seed_group(directory: Any, name: str) -> Any:
     gid = uuid.uuid4()
     doc = {"schemas": [GROUP_SCHEMA], "displayName": name}
     try:
-        from scim.documents import group_finalize
+        from scim.protocol.documents import group_finalize
     except ImportError:
         raw = {**doc, "id": str(gid)}
         cols = {"display_name": name, "display_name_key": comparison_key(name)}

@@ -35,7 +35,7 @@ from core.envelope import fail_json
 from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
-from scim.errors import ScimError
+from scim.protocol.errors import ScimError
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def request_id(request: HttpRequest) -> str:
 
 
 def scim_error(status: int, detail: str) -> JsonResponse:
-    # The SCIM surface's one error builder (scim.errors); Entra wants application/scim+json on errors too.
+    # The SCIM surface's one error builder (scim.protocol.errors); Entra wants application/scim+json on errors too.
     return JsonResponse(ScimError(status, detail).body(), status=status, content_type="application/scim+json")
 
 

@@ -75,7 +75,7 @@ MIDDLEWARE = [
 # Requests under SCIM_PATH_PREFIX (config.wsgi) get this shorter chain: SCIM authenticates with a
 # bearer token and renders JSON, so it needs no session, CSRF, user, messages, static files or frame
 # header. Security headers and the ALLOWED_HOSTS check (CommonMiddleware) stay. With this default
-# chain, scim/wsgi.py does that work itself without Django's handler; any other chain runs as listed.
+# chain, scim/http/wsgi.py does that work itself without Django's handler; any other chain runs as listed.
 SCIM_PATH_PREFIX = "/api/scim/"
 SCIM_MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -10,7 +10,7 @@ from directories.health import healthz
 
 urlpatterns = [
     # SCIM first: identity providers send most of the traffic, and Django tries the patterns in order.
-    path("api/scim/v2.0/", include("scim.urls")),
+    path("api/scim/v2.0/", include("scim.http.urls")),
     path("", include("restapi.urls")),
     path("healthz", healthz, name="healthz"),
     path("auditlog/admin/v1/", include("adminapi.urls")),

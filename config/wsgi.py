@@ -1,7 +1,7 @@
 """WSGI entry point (`config.wsgi:application`, what gunicorn serves).
 
 One Django process, two handlers: requests under settings.SCIM_PATH_PREFIX, nearly all the traffic
-an identity provider sends, go to scim.wsgi, which answers SCIM requests without Django's request
+an identity provider sends, go to scim.http.wsgi, which answers SCIM requests without Django's request
 handler and hands anything else to a Django handler running settings.SCIM_MIDDLEWARE; every other
 request runs through the full settings.MIDDLEWARE. Both Django handlers resolve against the same
 URLconf. The six middlewares SCIM does not use cost 0.04-0.06 ms of CPU per SCIM request, Django's
@@ -43,7 +43,7 @@ class SurfaceApplication:
     """Sends each request to the SCIM handler or the full one by the start of its path."""
 
     def __init__(self) -> None:
-        from scim.wsgi import ScimApplication  # imports models: only once the apps are loaded
+        from scim.http.wsgi import ScimApplication  # imports models: only once the apps are loaded
 
         self.prefix = settings.SCIM_PATH_PREFIX
         self.full = WSGIHandler()

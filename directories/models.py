@@ -77,7 +77,7 @@ class DirectoryUser(models.Model):
     active = models.BooleanField(default=True)
     raw = models.JSONField(default=dict)
     # Every email of `raw` in comparison form, one "\x1f<type>\x1e<value>\x1e<primary>\x1f" entry each,
-    # so SCIM filters on emails.value and emails[type eq "work"] run in the database (scim/filter.py).
+    # so SCIM filters on emails.value and emails[type eq "work"] run in the database (scim/protocol/filter.py).
     emails_index = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

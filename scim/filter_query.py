@@ -22,9 +22,9 @@ from django.db.models.lookups import GreaterThan, GreaterThanOrEqual, LessThan, 
 
 from core.comparison import comparison_key
 from directories.models import GroupMembership
-from scim.documents.emails import ENTRY, FIELD, index_text
-from scim.errors import ScimError, invalid_filter
-from scim.filter import ENTERPRISE_SCHEMA, And, AttrPath, Compare, ElementFilter, Node, Not, Or, parse_filter
+from scim.protocol.documents.emails import ENTRY, FIELD, index_text
+from scim.protocol.errors import ScimError, invalid_filter
+from scim.protocol.filter import ENTERPRISE_SCHEMA, And, AttrPath, Compare, ElementFilter, Node, Not, Or, parse_filter
 
 ALWAYS = Q(pk__isnull=False)
 NEVER = Q(pk__in=[])

@@ -13,8 +13,8 @@ from django.conf import settings
 
 from core.timefmt import iso_utc
 from directories.models import DirectoryGroup, DirectoryUser
-from scim.errors import invalid_value
-from scim.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA, AttrPath, split_attr_path
+from scim.protocol.errors import invalid_value
+from scim.protocol.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA, AttrPath, split_attr_path
 
 ALWAYS_RETURNED = ("schemas", "id")
 KNOWN_EXTENSIONS = {ENTERPRISE_SCHEMA.lower(): ENTERPRISE_SCHEMA}

@@ -63,7 +63,7 @@ from gunicorn.http.errors import LimitRequestHeaders, LimitRequestLine
 from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.base import Worker
 
-from scim.errors import ERROR_SCHEMA
+from scim.protocol.errors import ERROR_SCHEMA
 
 # A connection idle this long when a client is waiting is closed to make room: its client is between
 # requests and will reconnect when it has one.

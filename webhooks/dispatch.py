@@ -72,7 +72,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connections
 
-from webhooks.coalescer import Coalescer
+from webhooks.drainflag import DrainFlag
 from webhooks.services import delivery
 from webhooks.services.delivery import CLAIM_HOLD, BatchResult
 
@@ -130,18 +130,18 @@ def kick_many(keys: Iterable[tuple[UUID | str, str]]) -> int:
 
 def _broker_kick(key: Key) -> bool:
     """Ask for a drain of `key` through the broker; False when the broker failed."""
-    coalescer = _coalescer()
-    if coalescer is not None:
+    flags = _drain_flag()
+    if flags is not None:
         try:
-            if not coalescer.claim_or_wake(*key, key_ttl()):
+            if not flags.claim_or_wake(*key, key_ttl()):
                 return True  # a drain owns the key: it has been woken and will claim the new events
         except Exception as exc:  # noqa: BLE001 - redis errors of any kind: the broker is the same server
             _broker_failed(exc, key)
             return False
     if _publish(key):
         return True
-    if coalescer is not None:
-        _release(coalescer, key)  # best effort: else the next kicks would wait for the key to expire
+    if flags is not None:
+        _release(flags, key)  # best effort: else the next kicks would wait for the key to expire
     return False
 
 
@@ -180,18 +180,18 @@ def _publish(key: Key) -> bool:
     return True
 
 
-_coalescers: dict[str, Coalescer] = {}
+_drain_flags: dict[str, DrainFlag] = {}
 
 
-def _coalescer() -> Coalescer | None:
+def _drain_flag() -> DrainFlag | None:
     """The process's Redis client for the broker's Redis, or None when the broker is not Redis."""
     url = settings.CELERY_BROKER_URL
     if not url or not url.startswith(("redis://", "rediss://")):
         return None
-    coalescer = _coalescers.get(url)
-    if coalescer is None:
-        coalescer = _coalescers[url] = Coalescer(url)
-    return coalescer
+    flags = _drain_flags.get(url)
+    if flags is None:
+        flags = _drain_flags[url] = DrainFlag(url)
+    return flags
 
 
 def key_ttl() -> float:
@@ -268,28 +268,28 @@ def drain_run(directory_id: str, target: str, *, should_stop: Callable[[], bool]
     """The body of the `webhooks.drain` task: drain one key, coordinating through the broker's Redis
     when it is Redis. `should_stop` tells a drain that its worker is shutting down. Returns the totals."""
     drain = _Drain((str(directory_id), target), should_stop)
-    coalescer = _coalescer()
+    flags = _drain_flag()
     try:
-        if coalescer is None:
+        if flags is None:
             # Non-Redis broker: every kick has its own task, so this one only drains what it finds.
             if drain.run():
                 _publish(drain.key)  # hand over; on failure the rest waits for the sweep
         else:
-            _drain_owned(drain, coalescer)
+            _drain_owned(drain, flags)
     finally:
         drain.log()
     totals = drain.totals
     return {"claimed": totals.claimed, "delivered": totals.delivered, "failed": totals.failed}
 
 
-def _release(coalescer: Coalescer, key: Key) -> None:
+def _release(flags: DrainFlag, key: Key) -> None:
     try:
-        coalescer.release(*key)
+        flags.release(*key)
     except Exception as exc:  # noqa: BLE001 - the key expires by itself (key_ttl)
         logger.warning("could not release the drain key of directory %s (%s)", key[0], type(exc).__name__)
 
 
-def _drain_owned(drain: _Drain, coalescer: Coalescer) -> None:
+def _drain_owned(drain: _Drain, flags: DrainFlag) -> None:
     """Redis broker: this task owns the key (its kick set it) until it releases it; see the module
     docstring for why nothing committed is left behind."""
     key = drain.key
@@ -300,7 +300,7 @@ def _drain_owned(drain: _Drain, coalescer: Coalescer) -> None:
         nonlocal refreshed
         if time.monotonic() - refreshed >= KEY_REFRESH:
             try:
-                coalescer.refresh(*key, key_ttl())
+                flags.refresh(*key, key_ttl())
             except Exception:  # noqa: BLE001, S110 - it expires sooner than it should: at worst a second drain
                 pass
             refreshed = time.monotonic()
@@ -315,17 +315,17 @@ def _drain_owned(drain: _Drain, coalescer: Coalescer) -> None:
                     return
                 keep_key()
                 try:
-                    if not coalescer.wait_for_wake(*key, LINGER):
+                    if not flags.wait_for_wake(*key, LINGER):
                         break
                 except Exception:  # noqa: BLE001 - cannot wait: give the key up now
                     break
                 time.sleep(GATHER)
-            _release(coalescer, key)
+            _release(flags, key)
             owned = False
             if not drain.batch().claimed:  # the re-check
                 return
             try:
-                owned = coalescer.claim_or_wake(*key, key_ttl())
+                owned = flags.claim_or_wake(*key, key_ttl())
             except Exception:  # noqa: BLE001
                 owned = False
             if not owned:
@@ -333,7 +333,7 @@ def _drain_owned(drain: _Drain, coalescer: Coalescer) -> None:
             refreshed = time.monotonic()
     finally:
         if owned:
-            _release(coalescer, key)  # an exception: let the next kick start a new drain at once
+            _release(flags, key)  # an exception: let the next kick start a new drain at once
 
 
 # --- without a broker: the in-process pool -------------------------------------------------------

@@ -9,8 +9,15 @@ from django.db import IntegrityError
 
 from directories.models import Directory, DirectoryGroup
 from scim import storage
-from scim.documents import MemberPlan, group_finalize, group_patch, member_ids, patch_operations, require_object
-from scim.errors import ScimError, uniqueness
+from scim.protocol.documents import (
+    MemberPlan,
+    group_finalize,
+    group_patch,
+    member_ids,
+    patch_operations,
+    require_object,
+)
+from scim.protocol.errors import ScimError, uniqueness
 from scim.storage.portable import CHUNK, Events, GroupChange
 
 

@@ -9,8 +9,8 @@ from django.db import IntegrityError
 
 from directories.models import Directory, DirectoryUser
 from scim import storage
-from scim.documents import patch_operations, require_object, user_finalize, user_patch
-from scim.errors import uniqueness
+from scim.protocol.documents import patch_operations, require_object, user_finalize, user_patch
+from scim.protocol.errors import uniqueness
 from scim.storage.portable import Events
 
 
@@ -41,7 +41,7 @@ def _user_write(
     *, directory: Directory, user_id: Any, build: Any, known: list[DirectoryUser] | None
 ) -> tuple[DirectoryUser, Events]:
     """Write the user's new document `build(user)` if it changed. `known`: the user as read with the
-    authentication (scim.api; [] when there is no such user), None when it was not read."""
+    authentication (scim.dispatch; [] when there is no such user), None when it was not read."""
     try:
         return storage.current().user_update(
             directory=directory, user_id=user_id, change=lambda user: _user_apply(user, build), known=known

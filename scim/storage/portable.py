@@ -24,8 +24,8 @@ from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMe
 from directories.pages import UsersPage
 from directories.rendering import group_data, user_data
 from directories.selectors import directory_get
-from scim.documents import MemberPlan
-from scim.errors import invalid_value, not_found
+from scim.protocol.documents import MemberPlan
+from scim.protocol.errors import invalid_value, not_found
 from scim.selectors import (
     FirstRead,
     scim_directory_users_by_id,
@@ -145,7 +145,7 @@ class Store:
     raises IntegrityError (the services turn it into 409)."""
 
     # Whether a write to an existing row reads it first without a lock, so that the read can come with
-    # the authentication's query (scim.api); the locked path reads it again under its lock.
+    # the authentication's query (scim.dispatch); the locked path reads it again under its lock.
     optimistic = False
 
     # reads

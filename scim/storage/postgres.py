@@ -36,8 +36,8 @@ from core.rows import RowReader, RowWriter, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage, directory_users_page
 from directories.rendering import group_data, user_data
-from scim.documents import MemberPlan
-from scim.errors import not_found
+from scim.protocol.documents import MemberPlan
+from scim.protocol.errors import not_found
 from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, user_docs
 from scim.storage.portable import CHUNK, Events, GroupChange, Store, UserChange, member_events, require_users
 from webhooks.models import WebhookEvent

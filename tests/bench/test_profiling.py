@@ -27,7 +27,7 @@ def test_summarize_counts_self_inclusive_and_buckets(tmp_path: Path) -> None:
     assert summary["samples"] == 100
     assert summary["self"][0] == ("gunicorn/util.py:close_graceful", 60.0)
     assert ("psycopg/cursor.py:execute", 30.0) in summary["self"]
-    assert summary["project_inclusive"] == [("scim/views.py:scim_view", 40.0)]
+    assert summary["project_inclusive"] == [("scim/http/views.py:scim_view", 40.0)]
     buckets = dict(summary["buckets"])
     assert buckets["gunicorn (request parsing, socket)"] == 100.0
     assert buckets["SQL driver (psycopg + django/db/backends)"] == 30.0

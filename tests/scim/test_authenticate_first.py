@@ -1,6 +1,6 @@
 """A request is authenticated before anything of it is parsed: until the secret is checked it costs the
 directory lookup (with what its URL names), never the parsing of its body, its PATCH operations or its
-filter (scim.api). Every parser is made to fail the test if it is called; the answers must be 401."""
+filter (scim.dispatch). Every parser is made to fail the test if it is called; the answers must be 401."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-import scim.api
+import scim.dispatch
 import scim.filter_query
 import scim.services.groups
 from scim.api import scim_request
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _forbid_parsers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Make the body, PATCH and filter parsers record their name and raise, wherever scim.api and the
+    """Make the body, PATCH and filter parsers record their name and raise, wherever scim.dispatch and the
     services reach them; returns the names of those called."""
     called: list[str] = []
 
@@ -32,10 +32,10 @@ def _forbid_parsers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         monkeypatch.setattr(module, name, refuse)
 
     for module, name in (
-        (scim.api, "parse_json"),
-        (scim.api, "check_document"),
-        (scim.api, "filter_plan"),
-        (scim.api, "search_query"),
+        (scim.dispatch, "parse_json"),
+        (scim.dispatch, "check_document"),
+        (scim.dispatch, "filter_plan"),
+        (scim.dispatch, "search_query"),
         (scim.filter_query, "parse_filter"),
         (scim.services.groups, "patch_operations"),
         (scim.services.groups, "members_added"),

@@ -6,8 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
-from scim.errors import ScimError
-from scim.filter import And, Compare, ElementFilter, Not, Or, matches, parse_filter, parse_patch_path
+from scim.protocol.errors import ScimError
+from scim.protocol.filter import And, Compare, ElementFilter, Not, Or, matches, parse_filter, parse_patch_path
 from tests.scim.conftest import Scim, group_body, user_body
 
 

@@ -1,6 +1,6 @@
 """Property-based fuzzing of the SCIM surface (hypothesis): bodies, PATCH operations, filters and query
 parameters, sent over the real HTTP path, alternately through Django's handler (django.test.Client)
-and through the WSGI entry production serves (config.wsgi → scim.wsgi).
+and through the WSGI entry production serves (config.wsgi → scim.http.wsgi).
 
 Every answer must hold these properties:
 - never a 5xx;

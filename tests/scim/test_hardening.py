@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser
-from scim.paging import MAX_START_INDEX
+from scim.protocol.paging import MAX_START_INDEX
 from tests.scim.conftest import (
     ENTERPRISE_URN,
     LIST_URN,
@@ -349,13 +349,13 @@ def test_every_answer_carries_a_request_id_and_echoes_a_sane_one(scim_a: Scim) -
 
 
 def _fail_with(monkeypatch: pytest.MonkeyPatch, name: str, error: Exception) -> None:
-    """Make scim.api's `name` raise `error`, as a defect or an outage would."""
-    import scim.api
+    """Make scim.dispatch's `name` raise `error`, as a defect or an outage would."""
+    import scim.dispatch
 
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise error
 
-    monkeypatch.setattr(scim.api, name, failing)
+    monkeypatch.setattr(scim.dispatch, name, failing)
 
 
 def test_an_unexpected_exception_is_a_scim_500_with_the_request_id_logged_once(
@@ -401,7 +401,7 @@ def _wsgi(app: Any, method: str, path: str, body: bytes = b"", **environ: str) -
 def test_a_dropped_database_connection_is_a_503_and_the_next_request_reconnects(
     directory_a: Directory, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The production path (scim.wsgi, which sends request_started/request_finished as a server does): the
+    """The production path (scim.http.wsgi, which sends request_started/request_finished as a server does): the
     backend of the connection is terminated from a second connection between two requests."""
     if connection.vendor != "postgresql":
         pytest.skip("terminating a backend is PostgreSQL's (CI runs this)")
@@ -467,7 +467,7 @@ elements = st.lists(
 def test_the_bucketed_element_merge_keeps_exactly_what_the_pairwise_rule_keeps(current: list, added: list) -> None:
     """PATCH add/remove on multi-valued attributes compares elements within buckets (linear time for
     bodies with tens of thousands of elements): the result must be the one comparing every pair gives."""
-    from scim.documents.patch import _Elements, _same
+    from scim.protocol.documents.patch import _Elements, _same
 
     merged = list(current)
     for item in added:

@@ -1,4 +1,4 @@
-"""scim.request.ScimRequest: the one request type of both HTTP entries and the embedding API."""
+"""scim.http.request.ScimRequest: the one request type of both HTTP entries and the embedding API."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from directories.models import Directory
-from scim.request import ScimRequest
+from scim.http.request import ScimRequest
 from tests.scim.conftest import Scim, user_body, wsgi_run
 
 
@@ -48,10 +48,10 @@ def test_every_entry_builds_the_same_request(
     directory_a: Directory, scim_a: Scim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import scim.api
-    import scim.views
+    import scim.http.views
     from config.wsgi import application
 
-    over_http = _captured(monkeypatch, scim.views)
+    over_http = _captured(monkeypatch, scim.http.views)
     embedded = _captured(monkeypatch, scim.api)
     body = orjson.dumps(user_body("same@x.io"))
     path = f"/api/scim/v2.0/{directory_a.id}/users/"

@@ -268,7 +268,7 @@ def test_a_member_add_reads_the_group_only_for_an_authenticated_request(
 
 def test_a_member_add_body_is_worked_out_once(scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch) -> None:
     import scim.services.groups
-    from scim.documents import patch_operations
+    from scim.protocol.documents import patch_operations
 
     calls: list[Any] = []
 

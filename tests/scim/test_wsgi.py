@@ -96,11 +96,11 @@ def test_scim_paths_still_check_the_host(directory_a: Directory, settings: Any) 
     assert status == 400
 
 
-# --- scim.wsgi: SCIM requests answered without Django's handler -------------------------------------
+# --- scim.http.wsgi: SCIM requests answered without Django's handler -------------------------------------
 
 
 class Counting:
-    """The Django handler behind scim.wsgi, counting the requests handed to it."""
+    """The Django handler behind scim.http.wsgi, counting the requests handed to it."""
 
     def __init__(self) -> None:
         self.handler = application.scim.fallback
@@ -113,7 +113,7 @@ class Counting:
 
 @pytest.fixture
 def fast() -> Any:
-    from scim.wsgi import ScimApplication
+    from scim.http.wsgi import ScimApplication
 
     fallback = Counting()
     app = ScimApplication(fallback=fallback)
@@ -122,7 +122,7 @@ def fast() -> Any:
 
 
 def same_answer(fast: Any, path: str, **request: Any) -> tuple[str, bytes]:
-    """The request through scim.wsgi and through Django's handler: the same status, headers and body.
+    """The request through scim.http.wsgi and through Django's handler: the same status, headers and body.
     Both echo the request's X-Request-Id (a fixed one unless the case sends its own), so the headers
     compare equal."""
     request.setdefault("HTTP_X_REQUEST_ID", "same-answer-1")
@@ -192,7 +192,7 @@ def test_scim_wsgi_answers_as_django_does(directory_a: Directory, directory_b: D
             continue
         status_line, _body = same_answer(fast, path, **request)
         assert int(status_line.split()[0]) == status, (path, request)
-    assert fast.fallback_calls() == 0  # every one of them was answered by scim.wsgi
+    assert fast.fallback_calls() == 0  # every one of them was answered by scim.http.wsgi
 
     # Paths the SCIM routes do not match, and a Host that is not allowed, are Django's to answer.
     same_answer(fast, "/api/scim/v2.0/", **auth)
@@ -243,7 +243,7 @@ def test_scim_wsgi_leaves_a_disallowed_host_to_django(directory_a: Directory, fa
     assert fast.fallback_calls() == 1
     status, _body = same_answer(fast, path, HTTP_HOST="roster.test", **auth)
     assert status.startswith("200")
-    assert fast.fallback_calls() == 1  # allowed: answered by scim.wsgi
+    assert fast.fallback_calls() == 1  # allowed: answered by scim.http.wsgi
 
 
 @pytest.mark.parametrize(
@@ -270,12 +270,12 @@ def test_scim_wsgi_leaves_settings_it_does_not_cover_to_django(
 def test_scim_wsgi_and_django_give_the_same_funnel_answers(
     directory_a: Directory, fast: Any, monkeypatch: pytest.MonkeyPatch, error: Exception, status: int
 ) -> None:
-    import scim.api
+    import scim.dispatch
 
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise error
 
-    monkeypatch.setattr(scim.api, "_route", failing)
+    monkeypatch.setattr(scim.dispatch, "_route", failing)
     base = f"/api/scim/v2.0/{directory_a.id}"
     auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
     status_line, body = same_answer(fast, f"{base}/Users", HTTP_X_REQUEST_ID="funnel-1", **auth)
@@ -287,7 +287,7 @@ def test_scim_wsgi_and_django_give_the_same_funnel_answers(
     assert (headers.get("Retry-After") == "5") is (status == 503)
 
 
-# --- one route table: scim.urls and scim.wsgi both route by scim.routes ------------------------------
+# --- one route table: scim.http.urls and scim.http.wsgi both route by scim.http.routes ------------------------------
 
 # Paths after the prefix, as Django's get_path_info() gives them (decoded): a trailing slash, doubled
 # slashes, a percent-encoded slash (a literal "%2F" once the server has decoded "%252F"), `.search`,
@@ -328,7 +328,7 @@ def _django_route(path: str) -> dict[str, str] | None:
     scim_view's."""
     from django.urls import Resolver404, resolve
 
-    from scim.views import scim_view
+    from scim.http.views import scim_view
 
     try:
         match = resolve(path)
@@ -338,16 +338,16 @@ def _django_route(path: str) -> dict[str, str] | None:
 
 
 def test_django_urlpatterns_are_built_from_the_route_table() -> None:
-    from scim.routes import PATTERNS
-    from scim.urls import urlpatterns
-    from scim.views import scim_view
+    from scim.http.routes import PATTERNS
+    from scim.http.urls import urlpatterns
+    from scim.http.views import scim_view
 
     assert [p.pattern.regex.pattern for p in urlpatterns] == [f"^{pattern}$" for pattern in PATTERNS]
     assert all(p.callback is scim_view for p in urlpatterns)
 
 
 def test_django_and_the_wsgi_matcher_route_tricky_paths_alike(directory_a: Directory) -> None:
-    from scim.routes import PREFIX, scim_route
+    from scim.http.routes import PREFIX, scim_route
 
     routed = 0
     for rest in TRICKY_PATHS:
@@ -361,7 +361,7 @@ def test_django_and_the_wsgi_matcher_route_tricky_paths_alike(directory_a: Direc
 
 
 def test_tricky_paths_get_the_same_answer_through_both_entries(directory_a: Directory, fast: Any) -> None:
-    from scim.routes import PREFIX, scim_route
+    from scim.http.routes import PREFIX, scim_route
 
     auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
     unrouted = 0

@@ -21,7 +21,7 @@ from django.test import Client
 from directories.models import Directory
 from tests.webhooks.conftest import Receiver, TaskCounter, closed_port, make_hooked_directory, use_broker
 from webhooks import dispatch
-from webhooks.coalescer import Coalescer
+from webhooks.drainflag import DrainFlag
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.services import events_sweep
 
@@ -306,7 +306,7 @@ def test_a_failed_kick_opens_a_breaker_that_after_commit_kicks_respect_and_the_s
     use_broker(dead)
     contacts: list[tuple[str, str]] = []
     real_apply_async = webhook_events_drain.apply_async
-    real_claim_or_wake = Coalescer.claim_or_wake
+    real_claim_or_wake = DrainFlag.claim_or_wake
 
     def counting_apply_async(*args: Any, **kwargs: Any) -> Any:
         contacts.append(("publish", kwargs["args"][0]))
@@ -317,7 +317,7 @@ def test_a_failed_kick_opens_a_breaker_that_after_commit_kicks_respect_and_the_s
         return real_claim_or_wake(self, directory_id, target, ttl)
 
     monkeypatch.setattr(webhook_events_drain, "apply_async", counting_apply_async)
-    monkeypatch.setattr(Coalescer, "claim_or_wake", counting_claim_or_wake)
+    monkeypatch.setattr(DrainFlag, "claim_or_wake", counting_claim_or_wake)
     try:
         ids = [uuid.uuid4() for _ in range(3)]
         started = time.monotonic()
@@ -354,14 +354,14 @@ def test_kicks_while_a_drain_is_queued_publish_once_and_an_event_committed_as_it
     key = (str(directory.id), "directory")
     first = [event_record(directory=directory, event_type="user.created", data={"id": str(i)}) for i in range(3)]
     assert published == [key]  # three commits, three kicks, one drain asked for
-    coalescer = dispatch._coalescer()
-    assert coalescer is not None
-    drain_key, wake_list = coalescer.names(*key)
+    flags = dispatch._drain_flag()
+    assert flags is not None
+    drain_key, wake_list = flags.names(*key)
     redis_client = redis.Redis.from_url(broker_url)
     assert redis_client.llen(wake_list) == 1  # the later kicks woke it (once is enough)
 
     late: list[dict[str, Any]] = []
-    real_wait = coalescer.wait_for_wake
+    real_wait = flags.wait_for_wake
 
     def wait_then_race(directory_id: str, target: str, timeout: float) -> bool:
         if not late:
@@ -369,7 +369,7 @@ def test_kicks_while_a_drain_is_queued_publish_once_and_an_event_committed_as_it
             return False  # the wait ends just before that event's wake-up arrives
         return real_wait(directory_id, target, timeout)
 
-    monkeypatch.setattr(coalescer, "wait_for_wake", wait_then_race)
+    monkeypatch.setattr(flags, "wait_for_wake", wait_then_race)
     totals = dispatch.drain_run(*key)
     assert totals["delivered"] == 4
     got = receiver.wait_for(5, timeout=0.5)
@@ -500,7 +500,7 @@ def test_a_drain_whose_worker_is_stopping_puts_its_batch_back_and_hands_the_dire
     assert [r.json["id"] for r in receiver.wait_for(2, timeout=0.5)] == [payloads[0]["id"]]
     assert list(WebhookEvent.objects.values_list("state", flat=True)) == [EventState.PENDING] * 2
     assert published == [key, key]  # handed over to a new task, which owns the flag now
-    flag, _wake = dispatch._coalescer().names(*key)
+    flag, _wake = dispatch._drain_flag().names(*key)
     assert redis.Redis.from_url(broker_url).exists(flag)
     dispatch.drain_run(*key)  # that task
     got = receiver.wait_for(4, timeout=0.5)
@@ -524,7 +524,7 @@ def test_the_sweep_leaves_a_directory_whose_flag_is_held_and_starts_a_drain_once
     key = (str(directory.id), "directory")
     monkeypatch.setattr(dispatch, "kick", lambda *args: None)  # recorded while the broker was unreachable
     event_record(directory=directory, event_type="user.created", data={"id": "1"})
-    flag, _wake = dispatch._coalescer().names(*key)
+    flag, _wake = dispatch._drain_flag().names(*key)
     redis.Redis.from_url(broker_url).set(flag, 1, px=300)  # the flag of a drain that is gone
     assert events_sweep(pending_age=timedelta(0)).enqueued == 1  # handed to the flag's owner...
     assert published == []  # ... so nothing published

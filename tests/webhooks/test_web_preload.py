@@ -21,7 +21,7 @@ spec = importlib.util.spec_from_file_location("gunicorn_conf", "server/gunicorn.
 conf = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(conf)
 conf.when_ready(None)
-print("kombu.transport.redis" in sys.modules, "scim.views" in sys.modules, gc.get_freeze_count() > 0)
+print("kombu.transport.redis" in sys.modules, "scim.http.views" in sys.modules, gc.get_freeze_count() > 0)
 """
 
 

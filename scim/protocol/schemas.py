@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
-from scim.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA
+from scim.protocol.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA
 
 SPC_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"
 RESOURCE_TYPE_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:ResourceType"

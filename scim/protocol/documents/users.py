@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.comparison import comparison_key
-from scim.documents.common import READ_ONLY, canonical_keys, check_known_types, check_string, coerce_active
-from scim.documents.emails import emails_index
-from scim.documents.patch import DocumentPatcher
-from scim.errors import invalid_value
-from scim.filter import ENTERPRISE_SCHEMA, USER_SCHEMA
-from scim.schemas import ENTERPRISE_INDEX, ENTERPRISE_SUB_TYPES, USER_INDEX, USER_SUB_TYPES
+from scim.protocol.documents.common import READ_ONLY, canonical_keys, check_known_types, check_string, coerce_active
+from scim.protocol.documents.emails import emails_index
+from scim.protocol.documents.patch import DocumentPatcher
+from scim.protocol.errors import invalid_value
+from scim.protocol.filter import ENTERPRISE_SCHEMA, USER_SCHEMA
+from scim.protocol.schemas import ENTERPRISE_INDEX, ENTERPRISE_SUB_TYPES, USER_INDEX, USER_SUB_TYPES
 
 
 @dataclass

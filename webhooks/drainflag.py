@@ -39,7 +39,7 @@ return 0
 """
 
 
-class Coalescer:
+class DrainFlag:
     def __init__(self, url: str) -> None:
         # Imported here: a process without a Redis broker never constructs one, and does not load
         # redis-py (several MB per process, see server/gunicorn.conf.py).

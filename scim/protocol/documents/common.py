@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from core.comparison import comparison_key
-from scim.errors import invalid_syntax, invalid_value
-from scim.filter import ENTERPRISE_SCHEMA
-from scim.schemas import ENTERPRISE_INDEX
+from scim.protocol.errors import invalid_syntax, invalid_value
+from scim.protocol.filter import ENTERPRISE_SCHEMA
+from scim.protocol.schemas import ENTERPRISE_INDEX
 
 MAX_STRING = 512  # the width of the indexed columns (userName, externalId, names, email, displayName)
 READ_ONLY = frozenset({"id", "meta", "groups"})

@@ -1,7 +1,7 @@
 """The SCIM URL patterns (contract §4): the one table both entries route by.
 
-`scim/urls.py` builds Django's `urlpatterns` from `PATTERNS` (mounted at `PREFIX` by config/urls.py),
-and `scim/wsgi.py` matches paths with `scim_route`, compiled from the same strings once at import. The
+`scim/http/urls.py` builds Django's `urlpatterns` from `PATTERNS` (mounted at `PREFIX` by config/urls.py),
+and `scim/http/wsgi.py` matches paths with `scim_route`, compiled from the same strings once at import. The
 view arguments are `directory_id`, `resource` and `resource_id`, the last two absent where the pattern
 has no such group (the view's defaults then apply).
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.comparison import comparison_key
-from scim.documents.common import canonical_keys, check_string, key_of
-from scim.documents.patch import DocumentPatcher
-from scim.errors import invalid_path, invalid_value
-from scim.filter import GROUP_SCHEMA, Compare, Node, Or, parse_patch_path
-from scim.schemas import GROUP_INDEX
+from scim.protocol.documents.common import canonical_keys, check_string, key_of
+from scim.protocol.documents.patch import DocumentPatcher
+from scim.protocol.errors import invalid_path, invalid_value
+from scim.protocol.filter import GROUP_SCHEMA, Compare, Node, Or, parse_patch_path
+from scim.protocol.schemas import GROUP_INDEX
 
 
 def group_finalize(doc: dict[str, Any], group_id: Any) -> tuple[dict[str, Any], dict[str, Any]]:

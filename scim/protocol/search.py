@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scim.errors import invalid_syntax, invalid_value
+from scim.protocol.errors import invalid_syntax, invalid_value
 
 SEARCH_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
 _PARAMETERS = {

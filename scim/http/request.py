@@ -1,6 +1,6 @@
-"""One SCIM request, whichever way it came in: the type `scim.api.process` takes.
+"""One SCIM request, whichever way it came in: the type `scim.dispatch.process` takes.
 
-Both HTTP entries (scim.wsgi and Django's view, through `scim.views.http_request`) and the embedding
+Both HTTP entries (scim.http.wsgi and Django's view, through `scim.http.views.http_request`) and the embedding
 API (`scim.api.scim_request`, from its dict) build it with `ScimRequest.build`, so every request is
 normalized by the same rule before it is processed.
 """

@@ -1,8 +1,8 @@
-"""HTTP adapter of the SCIM endpoint: headers and bytes in, scim.api.process, bytes out.
+"""HTTP adapter of the SCIM endpoint: headers and bytes in, scim.dispatch.process, bytes out.
 
-`scim_answer` is the adapter; `scim_view` feeds it from Django's request, scim.wsgi straight from the
+`scim_answer` is the adapter; `scim_view` feeds it from Django's request, scim.http.wsgi straight from the
 WSGI environ (the path production takes). Both hand it the environ and a way to read the body, and
-`http_request` makes them the one `ScimRequest` (scim/request.py) the processor takes. Every answer,
+`http_request` makes them the one `ScimRequest` (scim/http/request.py) the processor takes. Every answer,
 errors included, is `application/scim+json` (interop E11). Body size and content type are checked
 before anything else so that a huge or non-JSON body is never read into the processor.
 """
@@ -23,9 +23,9 @@ from django.views.decorators.csrf import csrf_exempt
 from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
-from scim.api import MAX_BODY_BYTES, allowed_methods, process
-from scim.errors import ScimError, invalid_syntax
-from scim.request import ScimRequest
+from scim.dispatch import MAX_BODY_BYTES, allowed_methods, process
+from scim.http.request import ScimRequest
+from scim.protocol.errors import ScimError, invalid_syntax
 
 logger = logging.getLogger("roster.scim")
 
@@ -51,7 +51,7 @@ def scim_answer(
     """The status, body and headers of the answer to one SCIM request; never raises.
 
     `environ` is the request's WSGI environ (Django's `request.META`), `read_body` reads its body (called
-    at most once, see `http_request`); the other arguments are the route's (scim/routes.py).
+    at most once, see `http_request`); the other arguments are the route's (scim/http/routes.py).
 
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
     the request's id (`X-Request-Id`, on every answer). The log lines name the method, the path and the
@@ -104,7 +104,7 @@ def scim_answer(
 
 def encode(data: dict[str, Any]) -> bytes:
     """orjson, or the standard library's encoder for a document orjson refuses: a number beyond 64 bits
-    that a row holds from before the input gate (scim.inputs) existed must not make a list unreadable.
+    that a row holds from before the input gate (scim.protocol.inputs) existed must not make a list unreadable.
     Anything the fallback refuses too (NaN, an unpaired surrogate) reaches the error funnel."""
     try:
         return orjson.dumps(data)

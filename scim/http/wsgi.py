@@ -3,9 +3,9 @@
 Django's request handler (request and response objects, the middleware chain, URL resolving, response
 logging) costs a SCIM request about as much CPU as its database lookup: a GET of an unknown user made
 733 Python calls through it and makes 499 here (bench/README.md, session 8). Here a SCIM request goes
-from the environ to `scim.views.scim_answer` and back to the server:
+from the environ to `scim.http.views.scim_answer` and back to the server:
 
-- Routing: `scim.routes.scim_route`, the table scim/urls.py is built from, on the path decoded the way
+- Routing: `scim.http.routes.scim_route`, the table scim/http/urls.py is built from, on the path decoded the way
   Django decodes it.
 - The host check (ALLOWED_HOSTS, what CommonMiddleware does first): Django's own `get_host()`, run
   once per distinct Host header and remembered.
@@ -32,8 +32,8 @@ from django.core import signals
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_path_info
 
-from scim.routes import scim_route
-from scim.views import scim_answer
+from scim.http.routes import scim_route
+from scim.http.views import scim_answer
 
 # The SCIM_MIDDLEWARE whose work this module does itself (config/settings.py).
 COVERED_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "django.middleware.common.CommonMiddleware"]

@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from scim.errors import ScimError, invalid_filter, invalid_path
-from scim.inputs import check_text, number_refused
+from scim.protocol.errors import ScimError, invalid_filter, invalid_path
+from scim.protocol.inputs import check_text, number_refused
 
 OPERATORS = frozenset({"eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le", "pr"})
 MAX_FILTER_LENGTH = 4096

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from scim.errors import invalid_value
+from scim.protocol.errors import invalid_value
 
 DEFAULT_COUNT = 100
 # 2**53: past the end of any directory, and an integer every JSON client reads exactly.

@@ -10,10 +10,10 @@ and the document patcher), `users` and `groups`.
 
 from __future__ import annotations
 
-from scim.documents.common import coerce_active, require_object
-from scim.documents.groups import MemberPlan, group_finalize, group_patch, member_ids
-from scim.documents.patch import patch_operations
-from scim.documents.users import UserColumns, user_finalize, user_patch
+from scim.protocol.documents.common import coerce_active, require_object
+from scim.protocol.documents.groups import MemberPlan, group_finalize, group_patch, member_ids
+from scim.protocol.documents.patch import patch_operations
+from scim.protocol.documents.users import UserColumns, user_finalize, user_patch
 
 __all__ = [
     "MemberPlan",

@@ -2,7 +2,7 @@
 
 Each email is one entry, "\x1f<type>\x1e<value>\x1e<primary>\x1f", with type and value in their
 comparison form (core.comparison) and without the two separators, which no email needs. The users'
-documents write it (scim.documents.users); the filter translation searches it (scim.filter_query).
+documents write it (scim.protocol.documents.users); the filter translation searches it (scim.filter_query).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.text import INT_MIN, json_problem, number_problem, text_problem
-from scim.errors import ScimError, invalid_filter, invalid_syntax, invalid_value
+from scim.protocol.errors import ScimError, invalid_filter, invalid_syntax, invalid_value
 
 MAX_JSON_DEPTH = 32
 

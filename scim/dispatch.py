@@ -1,0 +1,364 @@
+"""The SCIM request processor: authenticate, parse, route to a service or selector, answer.
+
+`process` takes one `ScimRequest` (scim/http/request.py) from either HTTP entry (scim/http/views.py)
+or the embedding API (scim/api.py) and returns `{"status": int, "data": dict | None}`; the HTTP
+adapter turns that into bytes. A request costs one directory lookup until its secret has been checked
+(`authenticate`); its body, PATCH operations and filter are parsed only afterwards.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from django.db import transaction
+from django.db.models import Q
+
+from directories.models import Directory
+from directories.selectors import directory_get
+from scim import services, storage
+from scim.filter_query import Equality, filter_plan
+from scim.http.request import ScimRequest
+from scim.protocol import schemas as discovery
+from scim.protocol.errors import ScimError, invalid_syntax, invalid_value, not_found
+from scim.protocol.inputs import check_document, check_query, text_ok
+from scim.protocol.paging import paging
+from scim.protocol.search import search_query
+from scim.rendering import Projection, group_resource, user_resource
+from scim.selectors import (
+    FirstRead,
+    scim_group_get,
+    scim_group_members,
+    scim_groups_page,
+    scim_user_get,
+)
+
+logger = logging.getLogger("roster.scim")
+
+MAX_BODY_BYTES = 1024 * 1024
+UNAUTHORIZED = "Authentication failed. Send 'Authorization: Bearer <SCIM secret of this directory>'."
+_DUMMY_SECRET = b"roster-no-such-directory-" + b"x" * 32
+
+Result = dict[str, Any]
+Callback = Callable[[dict[str, Any]], None]
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """Parse a request body: 413 above 1 MiB, 400 for anything that is not clean JSON or cannot be
+    stored (scim.protocol.inputs)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_BODY_BYTES:
+        raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+    if not raw.strip():
+        raise invalid_syntax("The request body is empty.")
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        value = _json_fallback(raw, exc)
+    check_document(value)
+    return value
+
+
+def _json_fallback(raw: bytes, exc: Exception) -> Any:
+    """orjson refuses a lone surrogate escape ("\\ud800") and numbers past a double, which are valid JSON
+    that cannot be stored: the standard library reads them so that the input gate reports them as
+    invalidValue, as it does a NUL. Anything it cannot read either is invalidSyntax."""
+
+    def not_json(constant: str) -> Any:
+        raise ValueError(constant)  # NaN and Infinity are not JSON
+
+    try:
+        return json.loads(raw, parse_constant=not_json)
+    except (ValueError, RecursionError):
+        raise invalid_syntax("The request body is not valid JSON (UTF-8).") from exc
+
+
+def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = None) -> Directory:
+    """The directory whose SCIM secret this is. Every failure is the same 401 (interop T1, O9).
+
+    `read`: the request's first read, by keys taken from the URL, fetched with the directory where the
+    store can (its rows are used only after this check passes)."""
+    directory = (
+        storage.current().directory_with(directory_id=directory_id, read=read)
+        if read
+        else directory_get(directory_id=directory_id)
+    )
+    presented = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) and secret else b""
+    expected = directory.scim_secret.encode() if directory is not None else _DUMMY_SECRET
+    # Compare even when the directory is unknown, so timing does not reveal which directories exist.
+    if not hmac.compare_digest(presented, expected) or directory is None or not presented:
+        raise ScimError(401, UNAUTHORIZED)
+    if directory.deactivated:
+        raise ScimError(403, "This directory is deactivated; it accepts no SCIM requests.")
+    return directory
+
+
+def is_search(resource_id: Any) -> bool:
+    return isinstance(resource_id, str) and resource_id.lower() == ".search"
+
+
+def allowed_methods(resource_type: str, resource_id: Any) -> tuple[str, ...] | None:
+    """The methods a route answers, or None for a route that does not exist (404)."""
+    if resource_type in ("users", "groups"):
+        if is_search(resource_id):
+            return ("POST",)
+        return ("GET", "PUT", "PATCH", "DELETE") if resource_id else ("GET", "POST")
+    if resource_type in ("serviceproviderconfig", "resourcetypes", "schemas"):
+        return ("GET",)
+    if resource_type == ".search":
+        return ("POST",)
+    return None
+
+
+def _list_response(total: int, start: int, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "schemas": [discovery.LIST_SCHEMA],
+        "totalResults": total,
+        "itemsPerPage": len(resources),
+        "startIndex": start,
+        "Resources": resources,
+    }
+
+
+def _projection(query: dict[str, Any]) -> Projection:
+    return Projection(query.get("attributes"), query.get("excludedAttributes"))
+
+
+def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -> FirstRead | None:
+    """What a request reads by keys taken straight from its URL, so that it can come with the
+    authentication's directory lookup: the user of GET /Users/<id> (and of PUT, PATCH and DELETE when
+    the store writes it optimistically, scim.storage), or an unfiltered page of users. Nothing is
+    parsed for it: a body or a filter waits until the request is authenticated. None for anything
+    else, or for an invalid id or paging (its error is raised after authentication, as for any
+    request)."""
+    if resource_type != "users" or not isinstance(query, dict):
+        return None
+    if resource_id:
+        if method != "GET" and (method not in ("PUT", "PATCH", "DELETE") or not storage.current().optimistic):
+            return None
+        try:
+            return FirstRead("user", user_id=uuid.UUID(str(resource_id)))
+        except ValueError:
+            return None
+    if method != "GET" or query.get("filter") not in (None, ""):
+        return None
+    try:
+        start, count = paging(query)
+    except ScimError:
+        return None
+    return FirstRead("users", start_index=start, count=count)
+
+
+class _Handler:
+    def __init__(self, directory: Directory, query: dict[str, Any], read: FirstRead | None = None) -> None:
+        self.directory = directory
+        self.query = query
+        self.read = read
+
+    # users
+
+    def users_list(self) -> tuple[int, Any]:
+        start, count = paging(self.query)
+        projection = _projection(self.query)
+        read = self.read
+        page = read.page if read is not None and read.matches("users", start_index=start, count=count) else None
+        flt = self.query.get("filter")
+        condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
+        total, users = storage.current().users_page(
+            directory=self.directory, condition=condition, start_index=start, count=count, page=page
+        )
+        resources = [projection.apply(user_resource(u)) for u in users]
+        return 200, _list_response(total, start, resources)
+
+    def user_get(self, user_id: Any) -> tuple[int, Any]:
+        projection = _projection(self.query)
+        read = self.read
+        if read is not None and read.matches("user") and read.rows is not None:
+            user = read.rows[0] if read.rows else None  # read with the directory
+        else:
+            user = scim_user_get(directory=self.directory, user_id=user_id)
+        if user is None:
+            raise not_found("User")
+        return 200, projection.apply(user_resource(user))
+
+    # groups
+
+    def _groups_render(self, groups: list[Any], projection: Projection) -> list[dict[str, Any]]:
+        members = (
+            scim_group_members(directory=self.directory, group_ids=[g.id for g in groups])
+            if projection.wants("members")
+            else None
+        )
+        return [projection.apply(group_resource(g, members[g.id] if members is not None else None)) for g in groups]
+
+    def groups_list(self) -> tuple[int, Any]:
+        start, count = paging(self.query)
+        projection = _projection(self.query)
+        flt = self.query.get("filter")
+        condition = filter_plan(flt, resource_type="groups") if flt not in (None, "") else None
+        total, groups = scim_groups_page(directory=self.directory, condition=condition, start_index=start, count=count)
+        return 200, _list_response(total, start, self._groups_render(groups, projection))
+
+    # both
+
+    def all_list(self) -> tuple[int, Any]:
+        """`POST /.search` at the root: one list of the users, then the groups, each in its own list
+        order. startIndex and count run over that whole sequence: position `startIndex` is a user while
+        it is within the users' total, else group number `startIndex - users' total`, so paging on
+        walks through the users and on into the groups. A filter is run against each resource type; a
+        type that cannot evaluate it (e.g. `userName` on groups) contributes nothing, and only a filter
+        that neither type can evaluate is a 400."""
+        start, count = paging(self.query)
+        projection = _projection(self.query)
+        flt = self.query.get("filter")
+        conditions: dict[str, Q | Equality | None] = {}
+        refused: list[ScimError] = []
+        for kind in ("users", "groups"):
+            try:
+                conditions[kind] = filter_plan(flt, resource_type=kind) if flt not in (None, "") else None
+            except ScimError as exc:
+                if exc.status != 400:
+                    raise  # 403 sensitive (password) is refused whatever the type
+                refused.append(exc)
+        if not conditions:
+            raise refused[0]
+        users_total, users = 0, []
+        if "users" in conditions:
+            users_total, users = storage.current().users_page(
+                directory=self.directory, condition=conditions["users"], start_index=start, count=count
+            )
+        groups_total, groups = 0, []
+        if "groups" in conditions:
+            groups_total, groups = scim_groups_page(
+                directory=self.directory,
+                condition=conditions["groups"],
+                start_index=max(1, start - users_total),
+                count=count - len(users),
+            )
+        resources = [projection.apply(user_resource(u)) for u in users] + self._groups_render(groups, projection)
+        return 200, _list_response(users_total + groups_total, start, resources)
+
+    def group_get(self, group_id: Any) -> tuple[int, Any]:
+        group = scim_group_get(directory=self.directory, group_id=group_id)
+        if group is None:
+            raise not_found("Group")
+        return 200, self._groups_render([group], _projection(self.query))[0]
+
+
+def _route(
+    directory: Directory,
+    method: str,
+    resource_type: str,
+    resource_id: Any,
+    body: Any,
+    query: dict[str, Any],
+    read: FirstRead | None = None,
+) -> tuple[int, Any, list[dict[str, Any]]]:
+    handler = _Handler(directory, query, read)
+    did = str(directory.id)
+    if resource_type in ("serviceproviderconfig", "resourcetypes", "schemas"):
+        if method != "GET":
+            raise ScimError(405, f"{method} is not allowed here.")
+        if resource_type == "serviceproviderconfig":
+            if resource_id:
+                raise not_found()
+            return 200, discovery.service_provider_config(did), []
+        items = discovery.resource_types(did) if resource_type == "resourcetypes" else discovery.schemas(did)
+        if resource_id:
+            found = [i for i in items if i["id"] == resource_id]
+            if not found:
+                raise not_found()
+            return 200, found[0], []
+        return 200, _list_response(len(items), 1, items), []
+    if resource_type == ".search" or (resource_type in ("users", "groups") and is_search(resource_id)):
+        # RFC 7644 §3.4.3: the body carries what a GET list takes as query parameters.
+        search = search_query(body)
+        check_query(search)
+        searcher = _Handler(directory, search)
+        if resource_type == "users":
+            return (*searcher.users_list(), [])
+        if resource_type == "groups":
+            return (*searcher.groups_list(), [])
+        return (*searcher.all_list(), [])
+    if resource_type not in ("users", "groups"):
+        raise not_found()
+    users = resource_type == "users"
+    if not resource_id:
+        if method == "GET":
+            return (*(handler.users_list() if users else handler.groups_list()), [])
+        if method == "POST":
+            if users:
+                user, events = services.scim_user_create(directory=directory, body=body)
+                return 201, _projection(query).apply(user_resource(user)), events
+            group, events = services.scim_group_create(directory=directory, body=body)
+            return 201, handler._groups_render([group], _projection(query))[0], events
+        raise ScimError(405, f"{method} is not allowed on /{'Users' if users else 'Groups'}.")
+    if method == "GET":
+        return (*(handler.user_get(resource_id) if users else handler.group_get(resource_id)), [])
+    # The user a write reads first, when it came with the authentication (None: it did not).
+    known = read.rows if read is not None and read.matches("user") else None
+    if method == "DELETE":
+        if users:
+            return 204, None, services.scim_user_delete(directory=directory, user_id=resource_id, known=known)
+        return 204, None, services.scim_group_delete(directory=directory, group_id=resource_id)
+    if method in ("PUT", "PATCH"):
+        if users:
+            write = services.scim_user_replace if method == "PUT" else services.scim_user_patch
+            user, events = write(directory=directory, user_id=resource_id, body=body, known=known)
+            return 200, _projection(query).apply(user_resource(user)), events
+        write = services.scim_group_replace if method == "PUT" else services.scim_group_patch
+        group, events = write(directory=directory, group_id=resource_id, body=body)
+        projection = _projection(query)
+        if method == "PATCH" and not projection.attributes:
+            # Entra prefers 204 for group PATCH and never needs the member list back (interop E8).
+            return 204, None, events
+        return 200, handler._groups_render([group], projection)[0], events
+    raise ScimError(405, f"{method} is not allowed on this resource.")
+
+
+def process(req: ScimRequest, callback: Callback | None = None) -> Result:
+    """Process one SCIM request, from the embedding API or either HTTP entry (scim.http.views); returns
+    {"status": int, "data": dict | None}, and calls `callback` as `scim_request` documents."""
+    events: list[dict[str, Any]] = []
+    method, resource_type, resource_id, query = req.method, req.resource_type, req.resource_id, req.query
+    try:
+        if not text_ok(req.directory_id):
+            raise ScimError(401, UNAUTHORIZED)  # cannot name a directory: the one 401 of every auth failure
+        # Authenticate first: before it, a request costs the directory lookup (and what its URL names),
+        # never the parsing of its body or filter.
+        read = _first_read(method, resource_type, resource_id, query)
+        directory = authenticate(req.directory_id, req.secret, read=read)
+        if not isinstance(query, dict):
+            raise invalid_value("query must be an object.")
+        check_query(query)
+        allowed = allowed_methods(resource_type, resource_id)
+        if allowed is not None and method not in allowed:
+            raise ScimError(405, f"{method} is not allowed here; use {', '.join(allowed)}.")
+        if not text_ok(resource_id):
+            raise not_found()  # no id holds a NUL or a lone surrogate
+        body = req.body
+        if resource_type not in ("users", "groups", ".search"):
+            body = None  # discovery and unknown routes answer 405/404 before looking at a body
+        elif isinstance(body, bytes | str):
+            body = parse_json(body) if method in ("POST", "PUT", "PATCH") else None
+        elif body is not None:
+            check_document(body)
+        if method in ("POST", "PUT", "PATCH") and body is None and resource_type in ("users", "groups", ".search"):
+            raise invalid_syntax("The request body is empty.")
+        status, data, events = _route(directory, method, resource_type, resource_id, body, query, read)
+    except ScimError as exc:
+        return {"status": exc.status, "data": exc.body()}
+    if callback is not None and events:
+        # After commit (or at once when no transaction is open): the callback sees committed changes only.
+        transaction.on_commit(lambda: [callback(event) for event in events])
+    return {"status": status, "data": data}
+
+
+def dumps(data: Any) -> bytes:
+    return orjson.dumps(data)

@@ -1,0 +1,11 @@
+"""SCIM 2.0 routes under /api/scim/v2.0/<directory_id>/ (contract §4), built from scim.http.routes, the table
+scim.http.wsgi matches by too."""
+
+from __future__ import annotations
+
+from django.urls import re_path
+
+from scim.http.routes import PATTERNS
+from scim.http.views import scim_view
+
+urlpatterns = [re_path(f"^{pattern}$", scim_view) for pattern in PATTERNS]

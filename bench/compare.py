@@ -268,6 +268,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="run this many CPU-bound processes beside both systems during the rounds (a shared host)",
     )
+    parser.add_argument(
+        "--roster-venv",
+        type=Path,
+        default=None,
+        help="virtualenv that runs Roster (compare.sh makes bench/.roster-venv from requirements.txt only); default .venv",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     # `timeout` and CI send SIGTERM: turn it into SystemExit so the finally blocks stop every server.
@@ -304,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                 celery_concurrency=args.celery_concurrency,
                 encrypt_secrets=not args.no_encryption,
                 extra_env=systems.gunicorn_env(args),
+                bin_dir=(args.roster_venv.resolve() / "bin") if args.roster_venv else systems.VENV_BIN,
             )
             by_name["roster"] = systems.roster_start(opts, logs=logs)
             if args.profile:

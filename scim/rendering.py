@@ -15,6 +15,7 @@ from core.timefmt import iso_utc
 from directories.models import DirectoryGroup, DirectoryUser
 from scim.protocol.errors import invalid_value
 from scim.protocol.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA, AttrPath, split_attr_path
+from scim.protocol.versions import version_of
 
 ALWAYS_RETURNED = ("schemas", "id")
 KNOWN_EXTENSIONS = {ENTERPRISE_SCHEMA.lower(): ENTERPRISE_SCHEMA}
@@ -44,6 +45,7 @@ def user_resource(user: DirectoryUser) -> dict[str, Any]:
         "created": iso_utc(user.created_at),
         "lastModified": iso_utc(user.updated_at),
         "location": user_location(user.directory_id, uid),
+        "version": version_of(user.updated_at),
     }
     return resource
 
@@ -67,6 +69,7 @@ def group_resource(group: DirectoryGroup, members: list[dict[str, Any]] | None) 
         "created": iso_utc(group.created_at),
         "lastModified": iso_utc(group.updated_at),
         "location": group_location(group.directory_id, group.id),
+        "version": version_of(group.updated_at),
     }
     return resource
 

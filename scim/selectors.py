@@ -79,11 +79,11 @@ class FirstRead:
         return self.kind == kind and all(getattr(self, k) == v for k, v in values.items())
 
 
-def _page(qs: Any, *, start_index: int, count: int) -> tuple[int, list[Any]]:
+def _page(qs: Any, *, start_index: int, count: int, order: list[Any] | None = None) -> tuple[int, list[Any]]:
     if count == 0:
         return qs.count(), []
     # Deferred join: the OFFSET walks an index of ids only, the full rows are read for this page only.
-    rows = page_rows(qs, offset=start_index - 1, limit=count)
+    rows = page_rows(qs, offset=start_index - 1, limit=count, **({"order": order} if order else {}))
     if start_index == 1 and len(rows) < count:
         return len(rows), rows  # the whole result fits in this page: no COUNT query needed
     return qs.count(), rows
@@ -124,25 +124,37 @@ def _page_fixed(
 
 
 def scim_users_page(
-    *, directory: Directory, condition: Q | Equality | None, start_index: int, count: int
+    *,
+    directory: Directory,
+    condition: Q | Equality | None,
+    start_index: int,
+    count: int,
+    order: list[Any] | None = None,
 ) -> tuple[int, list[DirectoryUser]]:
-    """The portable page of users (scim.storage.postgres reads unfiltered pages its own way)."""
-    if condition is None or isinstance(condition, Equality):
+    """The portable page of users (scim.storage.postgres reads unfiltered pages its own way), in
+    (created, id) order or in `order` (scim.sort_query)."""
+    if not order and (condition is None or isinstance(condition, Equality)):
         return _page_fixed(user_docs, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_users(directory=directory)
-    qs = qs.filter(condition)
-    return _page(qs, start_index=start_index, count=count)
+    if condition is not None:
+        qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)
+    return _page(qs, start_index=start_index, count=count, order=order)
 
 
 def scim_groups_page(
-    *, directory: Directory, condition: Q | Equality | None, start_index: int, count: int
+    *,
+    directory: Directory,
+    condition: Q | Equality | None,
+    start_index: int,
+    count: int,
+    order: list[Any] | None = None,
 ) -> tuple[int, list[DirectoryGroup]]:
-    if isinstance(condition, Equality):
+    if not order and isinstance(condition, Equality):
         return _page_fixed(_groups, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_groups(directory=directory)
     if condition is not None:
-        qs = qs.filter(condition)
-    return _page(qs, start_index=start_index, count=count)
+        qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)
+    return _page(qs, start_index=start_index, count=count, order=order)
 
 
 def scim_group_members(*, directory: Directory, group_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[dict[str, Any]]]:

@@ -100,6 +100,10 @@ class DirectoryUser(models.Model):
             models.Index(fields=["directory", "email_key"], name="user_directory_email_key"),
         ]
 
+    # Not a column: the user's groups as [(group id, displayName)] in membership order, set by the reads
+    # that bring them along (directories.selectors.user_groups_attach, SCIM's storage); None until read.
+    member_of: list[tuple[uuid.UUID, str]] | None = None
+
     def __str__(self) -> str:
         return self.user_name
 

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from directories.models import Directory
-from directories.selectors import directory_get
+from directories.selectors import directory_get, user_groups_attach
 from scim import services, storage
 from scim.filter_query import Equality, filter_plan
 from scim.http.request import ScimRequest
@@ -145,7 +145,7 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -
         if method != "GET" and (method not in ("PUT", "PATCH", "DELETE") or not storage.current().optimistic):
             return None
         try:
-            return FirstRead("user", user_id=uuid.UUID(str(resource_id)))
+            return FirstRead("user", user_id=uuid.UUID(str(resource_id)), groups=method != "DELETE" and _wants(query))
         except ValueError:
             return None
     if method != "GET" or query.get("filter") not in (None, "") or query.get("sortBy") not in (None, ""):
@@ -154,7 +154,24 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -
         start, count = paging(query)
     except ScimError:
         return None
-    return FirstRead("users", start_index=start, count=count)
+    return FirstRead("users", start_index=start, count=count, groups=_wants(query))
+
+
+def _wants(query: dict[str, Any]) -> bool:
+    """Whether the answer shows users' `groups` (attributes / excludedAttributes); parsing errors are
+    raised later, after authentication."""
+    try:
+        return _projection(query).wants("groups")
+    except ScimError:
+        return True
+
+
+def _with_groups(users: list[Any], projection: Projection) -> list[Any]:
+    """`users` with their groups read (one query for those the store did not bring them with), when
+    the answer shows them."""
+    if projection.wants("groups"):
+        user_groups_attach(users=users)
+    return users
 
 
 class _Handler:
@@ -187,9 +204,15 @@ class _Handler:
         condition = self._condition("users")
         order = self._order("users")
         total, users = storage.current().users_page(
-            directory=self.directory, condition=condition, start_index=start, count=count, page=page, order=order
+            directory=self.directory,
+            condition=condition,
+            start_index=start,
+            count=count,
+            page=page,
+            order=order,
+            groups=projection.wants("groups"),
         )
-        resources = [projection.apply(user_resource(u)) for u in users]
+        resources = [projection.apply(user_resource(u)) for u in _with_groups(users, projection)]
         return 200, _list_response(total, start, resources)
 
     def user_get(self, user_id: Any, if_none_match: Precondition | None = None) -> tuple[int, Any, str]:
@@ -204,7 +227,7 @@ class _Handler:
         version = version_of(user.updated_at)
         if if_none_match is not None and if_none_match.matches(version):
             return 304, None, version  # RFC 7644 §3.14: the client's copy is current
-        return 200, projection.apply(user_resource(user)), version
+        return 200, projection.apply(user_resource(_with_groups([user], projection)[0])), version
 
     # groups
 
@@ -267,7 +290,9 @@ class _Handler:
                 start_index=start,
                 count=count,
                 order=orders["users"],
+                groups=projection.wants("groups"),
             )
+            _with_groups(users, projection)
         groups_total, groups = 0, []
         if "groups" in conditions:
             groups_total, groups = scim_groups_page(
@@ -358,7 +383,9 @@ def _route(
         if users:
             write = services.scim_user_replace if method == "PUT" else services.scim_user_patch
             user, events = write(directory=directory, user_id=resource_id, body=body, known=known, if_match=if_match)
-            return 200, _projection(query).apply(user_resource(user)), events, version_of(user.updated_at)
+            projection = _projection(query)
+            data = projection.apply(user_resource(_with_groups([user], projection)[0]))
+            return 200, data, events, version_of(user.updated_at)
         group_write = services.scim_group_replace if method == "PUT" else services.scim_group_patch
         group, events = group_write(directory=directory, group_id=resource_id, body=body, if_match=if_match)
         projection = _projection(query)

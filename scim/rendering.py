@@ -34,12 +34,19 @@ def group_location(directory_id: Any, group_id: Any) -> str:
 
 
 def user_resource(user: DirectoryUser) -> dict[str, Any]:
+    """`groups` comes from `user.member_of` when it was read (scim.dispatch reads it when wanted)."""
     raw = user.raw
     uid = str(user.id)  # once: a list page renders a hundred of these
     resource: dict[str, Any] = {"schemas": raw.get("schemas") or [USER_SCHEMA], "id": uid}
     for key, value in raw.items():
         if key not in resource:
             resource[key] = value
+    if user.member_of:
+        # RFC 7643 §4.1.2: read-only, from the memberships; an empty list is the same as none (§2.5).
+        resource["groups"] = [
+            {"value": str(gid), "display": name, "$ref": group_location(user.directory_id, gid), "type": "direct"}
+            for gid, name in user.member_of
+        ]
     resource["meta"] = {
         "resourceType": "User",
         "created": iso_utc(user.created_at),

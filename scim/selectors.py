@@ -64,12 +64,22 @@ GroupWithUsers = tuple[DirectoryGroup | None, dict[uuid.UUID, DirectoryUser]]
 class FirstRead:
     """A read by keys taken straight from the request's URL, which comes with the directory lookup of the
     authentication (scim.storage: one round trip for both on PostgreSQL; its rows are used only once
-    the secret has been checked). `kind` is "user" (by id) or "users" (an unfiltered page)."""
+    the secret has been checked). `kind` is "user" (by id) or "users" (an unfiltered page); `groups`:
+    the users' groups are wanted too."""
 
-    __slots__ = ("count", "kind", "page", "rows", "start_index", "user_id")
+    __slots__ = ("count", "groups", "kind", "page", "rows", "start_index", "user_id")
 
-    def __init__(self, kind: str, *, user_id: uuid.UUID | None = None, start_index: int = 1, count: int = 0) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        user_id: uuid.UUID | None = None,
+        start_index: int = 1,
+        count: int = 0,
+        groups: bool = False,
+    ) -> None:
         self.kind, self.user_id, self.start_index, self.count = kind, user_id, start_index, count
+        self.groups = groups
         self.rows: list[Any] | None = None  # "user": set by the store when it read them with the directory
         self.page: UsersPage | None = None  # "users": likewise
 
@@ -130,11 +140,13 @@ def scim_users_page(
     start_index: int,
     count: int,
     order: list[Any] | None = None,
+    reader: RowReader[DirectoryUser] = user_docs,
 ) -> tuple[int, list[DirectoryUser]]:
     """The portable page of users (scim.storage.postgres reads unfiltered pages its own way), in
-    (created, id) order or in `order` (scim.sort_query)."""
+    (created, id) order or in `order` (scim.sort_query). `reader`: reads the unfiltered page and the
+    page of one equality (a store's reader may bring the users' groups along)."""
     if not order and (condition is None or isinstance(condition, Equality)):
-        return _page_fixed(user_docs, directory=directory, equality=condition, start_index=start_index, count=count)
+        return _page_fixed(reader, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_users(directory=directory)
     if condition is not None:
         qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)

@@ -20,11 +20,11 @@ from django.db import connection, models, transaction
 from django.db.models import BooleanField, Expression, F, TextField
 from django.utils import timezone
 
-from core.rows import RowWriter
+from core.rows import RowReader, RowWriter
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
 from directories.rendering import group_data, user_data
-from directories.selectors import directory_get
+from directories.selectors import directory_get, user_groups_attach
 from scim.filter_query import DocAll, DocAny, DocElement, DocNode, DocNot
 from scim.protocol.documents import MemberPlan
 from scim.protocol.errors import invalid_value, not_found
@@ -36,6 +36,7 @@ from scim.selectors import (
     scim_group_member_ids,
     scim_user_get,
     scim_users_page,
+    user_docs,
 )
 from webhooks.services import events_record
 
@@ -214,7 +215,16 @@ def require_users(wanted: list[uuid.UUID], users: dict[uuid.UUID, DirectoryUser]
         raise invalid_value(f"Not a user of this directory: {shown}.")
 
 
+def user_event(directory: Directory, user: DirectoryUser) -> dict[str, Any]:
+    """The User of a user event: its roles need its groups, read only when the directory maps roles
+    (one query; the reads that brought the user along may have read them already)."""
+    if directory.role_map:
+        user_groups_attach(users=[user])
+    return user_data(user, directory=directory)
+
+
 def member_events(
+    directory: Directory,
     group: DirectoryGroup,
     users: dict[uuid.UUID, DirectoryUser],
     removed: list[uuid.UUID],
@@ -222,15 +232,18 @@ def member_events(
     added: list[uuid.UUID],
 ) -> list[tuple[str, Any]]:
     """`group.user_removed` for each id of `removed`, then `group.user_added` for each id of `added` in
-    the order of `to_add` (the request's order)."""
+    the order of `to_add` (the request's order). Called once the memberships are written, so the users'
+    roles (read in the same transaction) are those after the change."""
     gdata = group_data(group)
+    if directory.role_map:
+        user_groups_attach(users=[users[i] for i in [*removed, *added] if i in users])
     events: list[tuple[str, Any]] = []
     for user_id in removed:
         if user_id in users:
-            events.append(("group.user_removed", user_data(users[user_id]) | {"group": gdata}))
+            events.append(("group.user_removed", user_data(users[user_id], directory=directory) | {"group": gdata}))
     order = {user_id: i for i, user_id in enumerate(to_add)}
     for user_id in sorted(added, key=order.__getitem__):
-        events.append(("group.user_added", user_data(users[user_id]) | {"group": gdata}))
+        events.append(("group.user_added", user_data(users[user_id], directory=directory) | {"group": gdata}))
     return events
 
 
@@ -325,27 +338,41 @@ class Store:
         count: int,
         page: UsersPage | None = None,
         order: list[Any] | None = None,
+        groups: bool = False,
     ) -> tuple[int, list[DirectoryUser]]:
         """The total and one page of the directory's users matching `condition` (None: all of them), in
         (created, id) order or in `order` (scim.sort_query); `page`: an unfiltered page already read with
-        the directory (`directory_with`)."""
+        the directory (`directory_with`). `groups`: the users' groups are wanted (`member_of`), which a
+        store may read in the same statement; those it does not are read by the caller."""
         if condition is None and not order:
-            return self.users_all_page(directory=directory, start_index=start_index, count=count, page=page)
+            return self.users_all_page(
+                directory=directory, start_index=start_index, count=count, page=page, groups=groups
+            )
         return scim_users_page(
-            directory=directory, condition=condition, start_index=start_index, count=count, order=order
+            directory=directory,
+            condition=condition,
+            start_index=start_index,
+            count=count,
+            order=order,
+            reader=self.users_reader(groups=groups),
         )
 
     def users_all_page(
-        self, *, directory: Directory, start_index: int, count: int, page: UsersPage | None
+        self, *, directory: Directory, start_index: int, count: int, page: UsersPage | None, groups: bool = False
     ) -> tuple[int, list[DirectoryUser]]:
         return scim_users_page(directory=directory, condition=None, start_index=start_index, count=count)
+
+    def users_reader(self, *, groups: bool) -> RowReader[DirectoryUser]:
+        """The reader of a page of user resources (a store may read their groups along)."""
+        return user_docs
 
     # users
 
     def user_insert(self, *, directory: Directory, user: DirectoryUser) -> Events:
         with transaction.atomic():
             _users.insert(user)
-            return events_record(directory=directory, events=[("user.created", user_data(user))])
+            user.member_of = []  # a new user is in no group yet
+            return events_record(directory=directory, events=[("user.created", user_event(directory, user))])
 
     def user_update(
         self,
@@ -368,7 +395,7 @@ class Store:
             if names is None:
                 return user, []
             _users.update(user, names)
-            return user, events_record(directory=directory, events=[("user.updated", user_data(user))])
+            return user, events_record(directory=directory, events=[("user.updated", user_event(directory, user))])
 
     def user_delete(
         self,
@@ -385,7 +412,7 @@ class Store:
             if user is None:
                 raise not_found("User")
             require_version(if_match, user.updated_at)
-            return _delete_with_memberships(directory, user, "user", ("user.deleted", user_data(user)))
+            return _delete_with_memberships(directory, user, "user", ("user.deleted", user_event(directory, user)))
 
     # groups
 
@@ -462,4 +489,4 @@ class Store:
         missing = [i for i in removed if i not in users]
         if missing:
             users.update(scim_directory_users_by_id(directory=directory, user_ids=missing))
-        return member_events(group, users, removed, to_add, added)
+        return member_events(directory, group, users, removed, to_add, added)

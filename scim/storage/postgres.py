@@ -36,10 +36,11 @@ from django.db.models import Expression
 from django.db.models.functions import Collate
 from django.utils import timezone
 
-from core.rows import RowReader, RowWriter, statement_run
+from core.rows import Extra, RowReader, RowWriter, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage, directory_users_page
 from directories.rendering import group_data, user_data
+from directories.selectors import user_groups_attach
 from scim.filter_query import DocAll, DocElement, DocNode, DocTest
 from scim.protocol.documents import MemberPlan
 from scim.protocol.errors import not_found
@@ -56,6 +57,7 @@ from scim.storage.portable import (
     UserChange,
     member_events,
     require_users,
+    user_event,
 )
 from webhooks.models import WebhookEvent
 from webhooks.services import PreparedEvents, events_prepare
@@ -63,7 +65,23 @@ from webhooks.services import PreparedEvents, events_prepare
 _users = RowWriter(DirectoryUser)
 _events = RowWriter(WebhookEvent)
 _directories = RowReader(Directory)
+
+
+def _member_of(value: Any) -> list[tuple[uuid.UUID, str]]:
+    return [(uuid.UUID(group_id), name) for group_id, name in orjson.loads(value)]
+
+
+# A user's groups read in the same statement as the user: SCIM's `groups` and the roles of its events.
+MEMBER_OF = Extra(
+    "member_of",
+    '(SELECT CAST(COALESCE(json_agg(json_build_array(g."id", g."display_name") ORDER BY m."id"), \'[]\') AS text)'
+    f' FROM "{GroupMembership._meta.db_table}" m JOIN "{DirectoryGroup._meta.db_table}" g ON g."id" = m."group_id"'
+    ' WHERE m."user_id" = {table}."id")',
+    _member_of,
+)
 _user_rows = RowReader(DirectoryUser)
+_user_rows_groups = RowReader(DirectoryUser, extras=(MEMBER_OF,))
+user_docs_groups = RowReader(DirectoryUser, fields=user_docs.fields, extras=(MEMBER_OF,))
 
 
 @functools.cache
@@ -87,7 +105,8 @@ def _with_events(
 def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Events:
     """INSERT the user and its `user.created` event. A duplicate userName raises IntegrityError."""
     insert, params = _users.insert_sql(user)  # sets created_at / updated_at on `user` first
-    prepared = events_prepare(directory=directory, events=[("user.created", user_data(user))])
+    user.member_of = []  # a new user is in no group yet
+    prepared = events_prepare(directory=directory, events=[("user.created", user_event(directory, user))])
     sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="TRUE")
     statement_run(sql, params)
     return prepared.written()
@@ -100,7 +119,7 @@ def user_update_statement(
     row still has the `updated_at` it was read with (`read_at`). None when it has not."""
     update, params = _users.update_sql(user, names, where=f"{_q('updated_at')} = %s")  # bumps updated_at
     params.append(read_at)
-    prepared = events_prepare(directory=directory, events=[("user.updated", user_data(user))])
+    prepared = events_prepare(directory=directory, events=[("user.updated", user_event(directory, user))])
     sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
     if not statement_run(sql, params):
         return None
@@ -119,7 +138,7 @@ def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Event
     # The memberships go in the same statement; one committed after this statement's snapshot would
     # survive it and fail the foreign key at commit, hence the IntegrityError below.
     memberships = f", m AS (DELETE FROM {members} WHERE {_q('user_id')} IN (SELECT {_q('id')} FROM a))"
-    prepared = events_prepare(directory=directory, events=[("user.deleted", user_data(user))])
+    prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
     sql, params = _with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
     try:
         deleted = statement_run(sql, params)
@@ -143,9 +162,19 @@ def members_add_statement(
     raw_field = DirectoryGroup._meta.get_field("raw")
     now = timezone.now()
     gdata = group_data(group)
+    if directory.role_map:
+        # The events say the users' roles once added: their groups so far, and this one.
+        user_groups_attach(users=[users[user_id] for user_id in user_ids])
+        for user_id in user_ids:
+            joined = users[user_id].member_of or []
+            if all(group_id != group.id for group_id, _name in joined):
+                users[user_id].member_of = [*joined, (group.id, group.display_name)]
     prepared = events_prepare(
         directory=directory,
-        events=[("group.user_added", user_data(users[user_id]) | {"group": gdata}) for user_id in user_ids],
+        events=[
+            ("group.user_added", user_data(users[user_id], directory=directory) | {"group": gdata})
+            for user_id in user_ids
+        ],
     )
     marks = ", ".join(["(CAST(%s AS uuid))"] * len(user_ids))
     params: list[Any] = [
@@ -191,12 +220,12 @@ def _directory_with(pk: uuid.UUID, read: FirstRead) -> Directory | None:
     table = _directories.table()
     page = None
     if read.kind == "user":
-        reader = _user_rows
+        reader = _user_rows_groups if read.groups else _user_rows
         inner = reader.sql(f'{{table}}."directory_id" = {table}."id" AND {{table}}."id" = %s')
         params: list[Any] = [read.user_id]
         order = ""
     else:  # "users": an unfiltered page (directories.pages)
-        reader = user_docs
+        reader = user_docs_groups if read.groups else user_docs
         page = read.page = UsersPage.plan(pk, start_index=read.start_index, count=read.count)
         inner = page.sql(reader, directory=f'{table}."id"')
         params = page.params()
@@ -365,11 +394,15 @@ class PostgresStore(Store):
         return _directory_with(pk, read)
 
     def users_all_page(
-        self, *, directory: Directory, start_index: int, count: int, page: UsersPage | None
+        self, *, directory: Directory, start_index: int, count: int, page: UsersPage | None, groups: bool = False
     ) -> tuple[int, list[DirectoryUser]]:
+        reader = user_docs_groups if groups else user_docs
         return directory_users_page(
-            directory_id=directory.id, start_index=start_index, count=count, reader=user_docs, page=page
+            directory_id=directory.id, start_index=start_index, count=count, reader=reader, page=page
         )
+
+    def users_reader(self, *, groups: bool) -> RowReader[DirectoryUser]:
+        return user_docs_groups if groups else user_docs
 
     def users_for_members(self, *, directory: Directory, user_ids: list[uuid.UUID]) -> dict[uuid.UUID, DirectoryUser]:
         # FOR KEY SHARE: the deferred foreign key of the membership would otherwise fail at commit.
@@ -387,7 +420,7 @@ class PostgresStore(Store):
             # The common case (Okta adds one member per PATCH): check + insert in one statement.
             users, added = _members_add_checked(directory=directory, group=group, user_ids=plan.add)
             require_users(plan.add, users)
-            return member_events(group, users, [], plan.add, added)
+            return member_events(directory, group, users, [], plan.add, added)
         return super().members_apply(directory=directory, group=group, plan=plan)
 
 

@@ -91,6 +91,17 @@ def directory_user_get(*, directory: Directory, user_id: Any) -> DirectoryUser |
     return None if pk is None else DirectoryUser.objects.filter(directory=directory, pk=pk).first()
 
 
+def directory_user_find(*, directory: Directory, ref: str) -> DirectoryUser | None:
+    """A user of this directory by id, or else by userName (compared case-insensitively)."""
+    ref = (ref or "").strip()
+    if not ref:
+        return None
+    user = directory_user_get(directory=directory, user_id=ref)
+    if user is None:
+        user = DirectoryUser.objects.filter(directory=directory, user_name_key=comparison_key(ref)).first()
+    return user
+
+
 def directory_group_get(*, directory: Directory, group_id: Any) -> DirectoryGroup | None:
     pk = _uuid(group_id)
     return None if pk is None else DirectoryGroup.objects.filter(directory=directory, pk=pk).first()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -119,9 +119,10 @@ def query_datetime(request: Request, name: str) -> datetime | None:
     moment = None
     if _DATE_TIME.fullmatch(raw):  # RFC 3339 (the OpenAPI `date-time` format), which fromisoformat reads
         try:
-            moment = datetime.fromisoformat(raw.upper())
-        except ValueError:
-            moment = None  # e.g. month 13, or an offset past 24 hours
+            # In UTC, as the database compares it: 9999-12-31T23:59:59-23:59 is past year 9999 there.
+            moment = datetime.fromisoformat(raw.upper()).astimezone(UTC)
+        except (ValueError, OverflowError):
+            moment = None  # e.g. month 13, an offset past 24 hours, a moment past year 9999 in UTC
     if moment is None:
         raise ValidationFailed(
             f"{name} must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z.", field=name

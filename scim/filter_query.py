@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from django.db.models import Exists, Expression, OuterRef, Q
@@ -153,6 +153,10 @@ def _datetime_column(column: str) -> Callable[[Compare], Q]:
             raise invalid_filter(f"{node.path.text} needs an ISO 8601 date-time.") from exc
         if moment.tzinfo is None:
             raise invalid_filter(f"{node.path.text} needs a date-time with a time zone (e.g. Z).")
+        try:
+            moment = moment.astimezone(UTC)  # as the database compares it
+        except OverflowError as exc:
+            raise invalid_filter(f"{node.path.text}: that moment is outside years 1 to 9999 in UTC.") from exc
         if node.op == "eq":
             return Q(**{column: moment})
         if node.op == "ne":

@@ -58,12 +58,12 @@ _groups = RowWriter(DirectoryGroup)
 # EXISTS per step, so that the two databases give the same answers.
 
 
-class DocumentCondition(Expression):
-    """A boolean SQL condition on the row's comparison document: `sql` with `{doc}` standing for the
-    column, so that Django can still relabel the table (a subquery's alias) as it compiles."""
+class DocumentExpression(Expression):
+    """SQL over the row's comparison document: `sql` with `{doc}` standing for the column, so that
+    Django can still relabel the table (a subquery's alias) as it compiles."""
 
-    def __init__(self, sql: str, params: list[Any], column: str = "filter_doc") -> None:
-        super().__init__(output_field=BooleanField())
+    def __init__(self, sql: str, params: list[Any], output_field: Any, column: str = "filter_doc") -> None:
+        super().__init__(output_field=output_field)
         self.sql, self.params = sql, params
         self.doc: Any = F(column)
 
@@ -80,17 +80,18 @@ class DocumentCondition(Expression):
         return self.sql.replace("{doc}", doc_sql), list(self.params)
 
 
-class DocumentKey(Expression):
-    """A sort key read from the row's comparison document (`{doc}` in `sql`, as in DocumentCondition)."""
+class DocumentCondition(DocumentExpression):
+    """A boolean condition on the comparison document (a filter's test)."""
 
-    def __init__(self, sql: str, params: list[Any], column: str = "filter_doc") -> None:
-        super().__init__(output_field=TextField())
-        self.sql, self.params = sql, params
-        self.doc: Any = F(column)
+    def __init__(self, sql: str, params: list[Any]) -> None:
+        super().__init__(sql, params, BooleanField())
 
-    get_source_expressions = DocumentCondition.get_source_expressions
-    set_source_expressions = DocumentCondition.set_source_expressions
-    as_sql = DocumentCondition.as_sql
+
+class DocumentKey(DocumentExpression):
+    """A sort key read from the comparison document."""
+
+    def __init__(self, sql: str, params: list[Any]) -> None:
+        super().__init__(sql, params, TextField())
 
 
 def json_key(key: str) -> str:

@@ -167,49 +167,27 @@ class UserFilters:
 
 
 def tenant_users_page(
-    *,
-    tenant: str,
-    product: str,
-    directory_id: uuid.UUID | None,
-    offset: int,
-    limit: int,
-    filters: UserFilters | None = None,
+    *, directories: Sequence[Directory], offset: int, limit: int, filters: UserFilters | None = None
 ) -> list[DirectoryUser]:
-    """`limit` users of tenant + product (or of their directory `directory_id`) from `offset`, oldest first.
+    """`limit` users of `directories` (a tenant and product's, read by the caller, or the one of them it
+    named) from `offset`, oldest first, matching `filters`.
 
-    On PostgreSQL, when the users are those of one directory (named, or the tenant's only one), the
-    page comes from directories.pages and costs the same at any offset; otherwise the OFFSET walks
-    the index of every directory of the tenant (one statement, see page_rows). Without a named
-    directory that takes one more query to find the tenant's directories, so it is done for deep
-    pages only.
+    On PostgreSQL, the unfiltered users of one directory come from directories.pages and cost the same
+    at any offset; otherwise the OFFSET walks the (directory, created_at, id) index (one statement, see
+    page_rows). The directories are named by id, not by a subquery on tenant and product, so that the
+    planner sees one directory's rows and walks them in order: a `group` filter then probes the
+    membership index user by user (bench/README.md, issue 21) instead of joining every user.
     """
+    ids = [directory.id for directory in directories]
+    if not ids:
+        return []
+    if not filters and connection.vendor == "postgresql" and len(ids) == 1:
+        page = pages.directory_users_page(directory_id=ids[0], start_index=offset + 1, count=limit, reader=_rest_users)
+        return page[1]
+    users = DirectoryUser.objects.filter(**({"directory_id": ids[0]} if len(ids) == 1 else {"directory_id__in": ids}))
     if filters:
-        users = tenant_users(tenant=tenant, product=product, directory_id=directory_id).filter(filters.q())
-        return page_rows(users, offset=offset, limit=limit, fields=_REST_USER_FIELDS)
-    if connection.vendor == "postgresql" and (directory_id is not None or offset >= pages.MARK_EVERY):
-        ids = (
-            [directory_id]
-            if directory_id is not None
-            else list(_tenant_directory_ids(tenant=tenant, product=product).values_list("id", flat=True)[:2])
-        )
-        if not ids:
-            return []
-        if len(ids) == 1:
-            return pages.directory_users_page(
-                directory_id=ids[0], start_index=offset + 1, count=limit, reader=_rest_users
-            )[1]
-    users = tenant_users(tenant=tenant, product=product, directory_id=directory_id)
-    return page_rows(users, offset=offset, limit=limit, fields=_REST_USER_FIELDS)
-
-
-def tenant_users(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryUser]:
-    """Users of every directory of tenant + product (or of one of them), oldest first.
-
-    The order (created_at, id) never changes for a row, so pages do not shift while a client walks them.
-    """
-    return DirectoryUser.objects.filter(
-        directory_id__in=_tenant_directory_ids(tenant=tenant, product=product, directory_id=directory_id)
-    ).order_by(*OLDEST_FIRST)
+        users = users.filter(filters.q())
+    return page_rows(users.order_by(*OLDEST_FIRST), offset=offset, limit=limit, fields=_REST_USER_FIELDS)
 
 
 def tenant_groups(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryGroup]:

@@ -203,11 +203,11 @@ def _tenant_list(
     return ok(render(rows))
 
 
-def users_data(users: list[DirectoryUser]) -> list[dict[str, Any]]:
-    """Users in the REST shape: each with its directory's attribute and role maps (one query for the
-    directories unless they came with the users, and one for the groups of those whose directory maps
-    roles)."""
-    loaded = {u.directory_id: u.directory for u in users if DirectoryUser.directory.is_cached(u)}
+def users_data(users: list[DirectoryUser], known: dict[Any, Directory] | None = None) -> list[dict[str, Any]]:
+    """Users in the REST shape: each with its directory's attribute and role maps (`known`: directories
+    already read; one query for the others unless they came with the users, and one for the groups of
+    the users whose directory maps roles)."""
+    loaded = {u.directory_id: u.directory for u in users if DirectoryUser.directory.is_cached(u)} | (known or {})
     directories = loaded | directories_by_id(ids={user.directory_id for user in users} - set(loaded))
     user_groups_attach(users=[user for user in users if directories[user.directory_id].role_map])
     return [user_data(user, directory=directories[user.directory_id]) for user in users]
@@ -233,13 +233,21 @@ class UserListApi(ApiView):
         responses={200: doc.UserListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
+        tenant, product = tenant_product(request)
+        offset, limit = page_bounds(request)
         filters = UserFilters(
             active=query_boolean(request, "active"),
             email=query_nonempty(request, "email"),
             group_id=query_uuid(request, "group"),
             updated_after=query_datetime(request, "updatedAfter"),
         )
-        return _tenant_list(request, tenant_users_page, users_data, filters=filters)
+        named = _directory_filter(request, tenant, product)
+        # The tenant's directories, read once: they scope the page and give its users' maps.
+        directories = [named] if named is not None else list(directory_list(tenant=tenant, product=product))
+        if limit == 0:
+            return ok([])
+        users = tenant_users_page(directories=directories, offset=offset, limit=limit, filters=filters)
+        return ok(users_data(users, {d.id: d for d in directories}))
 
 
 class UserDetailApi(ApiView):

@@ -89,11 +89,22 @@ class FirstRead:
         return self.kind == kind and all(getattr(self, k) == v for k, v in values.items())
 
 
-def _page(qs: Any, *, start_index: int, count: int, order: list[Any] | None = None) -> tuple[int, list[Any]]:
+def _page(
+    qs: Any,
+    *,
+    start_index: int,
+    count: int,
+    order: list[Any] | None = None,
+    fields: tuple[str, ...] | None = None,
+    total: int | None = None,
+) -> tuple[int, list[Any]]:
+    """A page of `qs` with its total (`total` when the caller knows it); `fields`: only those are read."""
     if count == 0:
-        return qs.count(), []
+        return qs.count() if total is None else total, []
     # Deferred join: the OFFSET walks an index of ids only, the full rows are read for this page only.
-    rows = page_rows(qs, offset=start_index - 1, limit=count, **({"order": order} if order else {}))
+    rows = page_rows(qs, offset=start_index - 1, limit=count, fields=fields, **({"order": order} if order else {}))
+    if total is not None:
+        return total, rows
     if start_index == 1 and len(rows) < count:
         return len(rows), rows  # the whole result fits in this page: no COUNT query needed
     return qs.count(), rows
@@ -141,16 +152,18 @@ def scim_users_page(
     count: int,
     order: list[Any] | None = None,
     reader: RowReader[DirectoryUser] = user_docs,
+    total: int | None = None,
 ) -> tuple[int, list[DirectoryUser]]:
     """The portable page of users (scim.storage.postgres reads unfiltered pages its own way), in
     (created, id) order or in `order` (scim.sort_query). `reader`: reads the unfiltered page and the
-    page of one equality (a store's reader may bring the users' groups along)."""
+    page of one equality (a store's reader may bring the users' groups along); `total`: the number of
+    matching users when the caller knows it (no COUNT). Only what a SCIM resource is made of is read."""
     if not order and (condition is None or isinstance(condition, Equality)):
         return _page_fixed(reader, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_users(directory=directory)
     if condition is not None:
         qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)
-    return _page(qs, start_index=start_index, count=count, order=order)
+    return _page(qs, start_index=start_index, count=count, order=order, fields=user_docs.fields, total=total)
 
 
 def scim_groups_page(

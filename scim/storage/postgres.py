@@ -38,14 +38,14 @@ from django.utils import timezone
 
 from core.rows import Extra, RowReader, RowWriter, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from directories.pages import UsersPage, directory_users_page
+from directories.pages import UsersPage, directory_users_page, directory_users_total
 from directories.rendering import group_data, user_data
 from directories.selectors import user_groups_attach
 from scim.filter_query import DocAll, DocElement, DocNode, DocTest
 from scim.protocol.documents import MemberPlan
 from scim.protocol.errors import not_found
 from scim.protocol.versions import Precondition
-from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, user_docs
+from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, scim_users_page, user_docs
 from scim.storage.portable import (
     CHUNK,
     DocumentCondition,
@@ -403,6 +403,37 @@ class PostgresStore(Store):
 
     def users_reader(self, *, groups: bool) -> RowReader[DirectoryUser]:
         return user_docs_groups if groups else user_docs
+
+    def users_page(
+        self,
+        *,
+        directory: Directory,
+        condition: Any,
+        start_index: int,
+        count: int,
+        page: UsersPage | None = None,
+        order: list[Any] | None = None,
+        groups: bool = False,
+    ) -> tuple[int, list[DirectoryUser]]:
+        if condition is None and order:
+            # A sorted list of every user: its total from the tally (a COUNT walks the whole directory).
+            return scim_users_page(
+                directory=directory,
+                condition=None,
+                start_index=start_index,
+                count=count,
+                order=order,
+                total=directory_users_total(directory_id=directory.id),
+            )
+        return super().users_page(
+            directory=directory,
+            condition=condition,
+            start_index=start_index,
+            count=count,
+            page=page,
+            order=order,
+            groups=groups,
+        )
 
     def users_for_members(self, *, directory: Directory, user_ids: list[uuid.UUID]) -> dict[uuid.UUID, DirectoryUser]:
         # FOR KEY SHARE: the deferred foreign key of the membership would otherwise fail at commit.

@@ -22,8 +22,14 @@ POSTGRES_INDEXES_DROP = "DROP INDEX IF EXISTS user_filter_doc; DROP INDEX IF EXI
 
 def email_keys(apps, schema_editor):
     users = apps.get_model("directories", "DirectoryUser")
+    batch = []
     for user in users.objects.exclude(email="").only("id", "email").iterator(chunk_size=2000):
-        users.objects.filter(pk=user.pk).update(email_key=comparison_key(user.email))
+        user.email_key = comparison_key(user.email)
+        batch.append(user)
+        if len(batch) >= 2000:
+            users.objects.bulk_update(batch, ["email_key"])
+            batch = []
+    users.objects.bulk_update(batch, ["email_key"])
 
 
 def indexes(apps, schema_editor):

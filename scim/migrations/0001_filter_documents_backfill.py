@@ -12,9 +12,14 @@ from scim.protocol.documents.filterdoc import filter_document
 def backfill(apps, schema_editor):
     for model, resource_type in (("DirectoryUser", "users"), ("DirectoryGroup", "groups")):
         rows = apps.get_model("directories", model)
+        batch = []
         for row in rows.objects.only("id", "raw").iterator(chunk_size=2000):
-            doc = filter_document(row.raw if isinstance(row.raw, dict) else {}, resource_type=resource_type)
-            rows.objects.filter(pk=row.pk).update(filter_doc=doc)
+            row.filter_doc = filter_document(row.raw if isinstance(row.raw, dict) else {}, resource_type=resource_type)
+            batch.append(row)
+            if len(batch) >= 2000:
+                rows.objects.bulk_update(batch, ["filter_doc"])
+                batch = []
+        rows.objects.bulk_update(batch, ["filter_doc"])
 
 
 class Migration(migrations.Migration):

@@ -398,7 +398,8 @@ def _route(
 
 def process(req: ScimRequest, callback: Callback | None = None) -> Result:
     """Process one SCIM request, from the embedding API or either HTTP entry (scim.http.views); returns
-    {"status": int, "data": dict | None}, and calls `callback` as `scim_request` documents."""
+    {"status": int, "data": dict | None} (and "version", the version of the one resource answered, which
+    the HTTP entries send as ETag), and calls `callback` as `scim_request` documents."""
     events: list[dict[str, Any]] = []
     method, resource_type, resource_id, query = req.method, req.resource_type, req.resource_id, req.query
     try:

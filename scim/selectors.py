@@ -19,6 +19,8 @@ _users = RowReader(DirectoryUser)
 _groups = RowReader(DirectoryGroup)
 # What a SCIM user resource is made of (scim.rendering.user_resource); list pages read only these.
 user_docs = RowReader(DirectoryUser, fields=("id", "directory_id", "raw", "created_at", "updated_at"))
+# What a SCIM group resource is made of (scim.rendering.group_resource; members come from memberships).
+_GROUP_DOCS = ("id", "directory_id", "display_name", "raw", "created_at", "updated_at")
 _BY_ID = '{table}."directory_id" = %s AND {table}."id" = %s'
 
 
@@ -179,7 +181,7 @@ def scim_groups_page(
     qs = directory_groups(directory=directory)
     if condition is not None:
         qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)
-    return _page(qs, start_index=start_index, count=count, order=order)
+    return _page(qs, start_index=start_index, count=count, order=order, fields=_GROUP_DOCS)
 
 
 def scim_group_members(*, directory: Directory, group_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[dict[str, Any]]]:

@@ -27,7 +27,13 @@ from core.envelope import EnvelopeOnly, fail, fail_json, ok
 from core.errors import NotFound, ValidationFailed
 from directories.models import Directory
 from directories.rendering import directory_data, group_data, user_data
-from directories.selectors import directory_get, directory_groups, directory_list_with_counts, directory_users
+from directories.selectors import (
+    directory_get,
+    directory_groups,
+    directory_list_with_counts,
+    directory_users,
+    user_groups_attach,
+)
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list
 
@@ -172,8 +178,11 @@ class WebhookSecretApi(AdminView):
 
 class DirectoryUsersApi(AdminView):
     def get(self, request: Request, directory_id: str) -> Response:
-        qs = directory_users(directory=self._directory(directory_id))
-        return ok([user_data(u) for u in paged(request, qs)])
+        directory = self._directory(directory_id)
+        users = paged(request, directory_users(directory=directory))
+        if directory.role_map:
+            user_groups_attach(users=users)  # roles come from the users' groups (one query)
+        return ok([user_data(u, directory=directory) for u in users])
 
 
 class DirectoryGroupsApi(AdminView):

@@ -13,6 +13,8 @@ server/gunicorn.conf.py, DEBUG off) and one client measures p50/p95 of:
 - PATCH add of one member to the big group (each a spare user; removed again afterwards)
 - GET of the big group, with and without `excludedAttributes=members`
 - the REST read API's last page (/api/v1/directory-sync/users?...&pageOffset=<last>&pageLimit=100)
+- an enterprise-extension `employeeNumber eq` filter, a `sortBy=name.familyName` first page, and the
+  REST user list filtered by the big group (`group=<id>`, first page)
 
 and, in this process through Django's test client, how many SQL queries each operation makes and
 how long PostgreSQL took for them. The directory has no webhook: webhook cost is per event, not per
@@ -51,11 +53,17 @@ def log(message: str) -> None:
 # -- seeding -------------------------------------------------------------------------------------------
 
 
+ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
+
+
 def _user_row(i: int, fields: set[str]) -> dict[str, Any]:
     from core.comparison import comparison_key
 
     uid = uuid.uuid4()
     doc = okta_user(TAG, i)
+    # What Entra sends of the enterprise extension, for the extension filter: unique numbers, 50 departments.
+    doc[ENTERPRISE] = {"employeeNumber": f"E{i:08d}", "department": f"Dept{i % 50}"}
+    doc["schemas"] = [*doc["schemas"], ENTERPRISE]
     try:
         from scim.protocol.documents import user_finalize
     except ImportError:  # SCIM not landed: derive the columns the way contract §3 describes them
@@ -135,8 +143,11 @@ class Scenario:
     def _filter(self, attribute: str, value: str) -> str:
         return f"{self.scim}/Users?filter=" + quote(f'{attribute} eq "{value}"', safe="")
 
-    def operations(self, users: list[tuple[str, str, str]], spares: list[str]) -> dict[str, list[tuple[str, str, Any]]]:
-        """name -> list of (method, path, body) to send, one per repeat; `users` is (id, userName, externalId)."""
+    def operations(
+        self, users: list[tuple[str, str, str, str]], spares: list[str]
+    ) -> dict[str, list[tuple[str, str, Any]]]:
+        """name -> list of (method, path, body) to send, one per repeat; `users` is (id, userName,
+        externalId, employeeNumber)."""
         last = max(1, self.total - 99)
         rest_last = max(0, self.total - 100)
         add = {"schemas": [PATCH_SCHEMA], "Operations": [{"op": "add", "path": "members", "value": None}]}
@@ -160,6 +171,18 @@ class Scenario:
                     "GET",
                     f"/api/v1/directory-sync/users?tenant={quote(self.tenant)}&product={quote(self.product)}"
                     f"&pageOffset={rest_last}&pageLimit=100",
+                    None,
+                )
+            ],
+            "filter_enterprise_eq": [("GET", self._filter(f"{ENTERPRISE}:employeeNumber", u[3]), None) for u in users],
+            "sort_family_name_page": [
+                ("GET", f"{self.scim}/Users?sortBy=name.familyName&startIndex=1&count=100", None)
+            ],
+            "rest_users_by_group": [
+                (
+                    "GET",
+                    f"/api/v1/directory-sync/users?tenant={quote(self.tenant)}&product={quote(self.product)}"
+                    f"&group={self.group_id}&pageLimit=100",
                     None,
                 )
             ],
@@ -295,8 +318,10 @@ def main(argv: list[str] | None = None) -> int:
             from directories.models import DirectoryUser
 
             sample_ids = rng.sample(all_users, min(len(all_users), args.repeats))
-            sample = list(DirectoryUser.objects.filter(id__in=sample_ids).values_list("id", "user_name", "external_id"))
-            users = [(str(i), n, e) for i, n, e in sample]
+            sample = DirectoryUser.objects.filter(id__in=sample_ids).values_list(
+                "id", "user_name", "external_id", "raw"
+            )
+            users = [(str(i), n, e, raw[ENTERPRISE]["employeeNumber"]) for i, n, e, raw in sample]
             scenario = Scenario(
                 base_url=f"http://127.0.0.1:{args.port}", directory=directory, group=group, members=want, total=total
             )

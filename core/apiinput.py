@@ -17,6 +17,9 @@ The rules the OpenAPI document states (restapi/openapi.py) are the ones enforced
 
 from __future__ import annotations
 
+import re
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -35,6 +38,10 @@ PAGE_OFFSET_CEILING = 10**15
 BODY_MAX_DEPTH = 16
 
 _BOOLEANS = {"true": True, "false": False}
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_DATE_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
 
 
 def query_check(request: Request) -> None:
@@ -80,6 +87,47 @@ def query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str |
     if raw not in choices:
         raise ValidationFailed(f"{name} must be one of: {', '.join(choices)}.", field=name)
     return raw
+
+
+def query_nonempty(request: Request, name: str, *, max_length: int = 512) -> str | None:
+    """The parameter's value without surrounding spaces; None when absent, a 400 when empty or too long."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    value = raw.strip()
+    if not value or len(value) > max_length:
+        raise ValidationFailed(f"{name} must be 1 to {max_length} characters.", field=name)
+    return value
+
+
+def query_uuid(request: Request, name: str) -> uuid.UUID | None:
+    """A UUID in its canonical text form (8-4-4-4-12 hex digits, the OpenAPI `uuid` format); None when
+    absent, a 400 otherwise."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not _UUID.fullmatch(raw):
+        raise ValidationFailed(f"{name} must be an id (a UUID).", field=name)
+    return uuid.UUID(raw)
+
+
+def query_datetime(request: Request, name: str) -> datetime | None:
+    """An ISO 8601 date-time with a time zone (`Z` or an offset); None when absent, a 400 otherwise."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    moment = None
+    if _DATE_TIME.fullmatch(raw):  # RFC 3339 (the OpenAPI `date-time` format), which fromisoformat reads
+        try:
+            # In UTC, as the database compares it: 9999-12-31T23:59:59-23:59 is past year 9999 there.
+            moment = datetime.fromisoformat(raw.upper()).astimezone(UTC)
+        except (ValueError, OverflowError):
+            moment = None  # e.g. month 13, an offset past 24 hours, a moment past year 9999 in UTC
+    if moment is None:
+        raise ValidationFailed(
+            f"{name} must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z.", field=name
+        )
+    return moment
 
 
 def _page_number(request: Request, name: str, default: int) -> int:

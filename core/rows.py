@@ -52,14 +52,27 @@ class _Prepared:
     converters: tuple[tuple[int, tuple[Any, ...], Any], ...]
     locks: bool
     names: frozenset[str] | None  # attnames read, when not all of them
-    width: int  # number of columns
+    width: int  # number of columns, the extra ones included
+    fields: int  # number of the model's columns
+
+
+@dataclass(frozen=True)
+class Extra:
+    """A computed column read along with the row and set on the instance as `attribute`: `sql` is an
+    expression in which `{table}` stands for the quoted table name; `convert` turns the value read."""
+
+    attribute: str
+    sql: str
+    convert: Any
 
 
 class RowReader(Generic[M]):
-    def __init__(self, model: type[M], fields: tuple[str, ...] | None = None) -> None:
-        """`fields`: read only these (the others are deferred on the instances, as with `.only()`)."""
+    def __init__(self, model: type[M], fields: tuple[str, ...] | None = None, extras: tuple[Extra, ...] = ()) -> None:
+        """`fields`: read only these (the others are deferred on the instances, as with `.only()`);
+        `extras`: computed columns read after them (see `Extra`)."""
         self.model = model
         self.fields = fields
+        self.extras = extras
         self._prepared: dict[str, _Prepared] = {}
 
     def _concrete(self) -> list[models.Field]:
@@ -77,7 +90,10 @@ class RowReader(Generic[M]):
         quote = connection.ops.quote_name
         table = quote(meta.db_table)
         fields = self._concrete()
-        columns = ", ".join(f"{table}.{quote(f.column)}" for f in fields)
+        columns = ", ".join(
+            [f"{table}.{quote(f.column)}" for f in fields]
+            + [f"{extra.sql.replace('{table}', table)} AS {quote(extra.attribute)}" for extra in self.extras]
+        )
         converters = []
         for index, field in enumerate(fields):
             column = field.get_col(meta.db_table)
@@ -89,7 +105,13 @@ class RowReader(Generic[M]):
                 converters.append((index, found, column))
         names = None if self.fields is None else frozenset(f.attname for f in fields)
         prepared = _Prepared(
-            table, columns, tuple(converters), connection.features.has_select_for_update, names, len(fields)
+            table,
+            columns,
+            tuple(converters),
+            connection.features.has_select_for_update,
+            names,
+            len(fields) + len(self.extras),
+            len(fields),
         )
         self._prepared[alias] = prepared
         return prepared
@@ -131,7 +153,10 @@ class RowReader(Generic[M]):
             for converter in converters:
                 value = converter(value, column, connection)
             values[index] = value
-        return self.model.from_db(alias, prepared.names, values)
+        instance = self.model.from_db(alias, prepared.names, values[: prepared.fields])
+        for extra, value in zip(self.extras, values[prepared.fields : prepared.width], strict=True):
+            setattr(instance, extra.attribute, extra.convert(value))
+        return instance
 
     def fetch(self, sql: str, params: list[Any] | tuple[Any, ...], *, alias: str = "default") -> list[M]:
         with connections[alias].cursor() as cursor:

@@ -36,6 +36,11 @@ class Directory(models.Model):
     webhook_secret = EncryptedTextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # --- mapped attributes and roles (contract §3): read by directories.rendering.user_data -------
+    # {"<name>": "<SCIM attribute path>"} → each User's custom_attributes.
+    attribute_map = models.JSONField(default=dict)
+    # {"<group displayName or id>": "<role>"} → each User's roles.
+    role_map = models.JSONField(default=dict)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -74,11 +79,13 @@ class DirectoryUser(models.Model):
     first_name = models.CharField(max_length=512, blank=True, default="")
     last_name = models.CharField(max_length=512, blank=True, default="")
     email = models.CharField(max_length=512, blank=True, default="")
+    # `email` in comparison form (core.comparison): the REST list's case-insensitive `email` filter.
+    email_key = models.CharField(max_length=512, blank=True, default="")
     active = models.BooleanField(default=True)
     raw = models.JSONField(default=dict)
-    # Every email of `raw` in comparison form, one "\x1f<type>\x1e<value>\x1e<primary>\x1f" entry each,
-    # so SCIM filters on emails.value and emails[type eq "work"] run in the database (scim/protocol/filter.py).
-    emails_index = models.TextField(blank=True, default="")
+    # `raw` in the shape SCIM filters and sortBy read: keys lower-cased, caseExact=false strings folded,
+    # every value a list (scim/protocol/documents/filterdoc.py). Derived on every write.
+    filter_doc = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -90,8 +97,12 @@ class DirectoryUser(models.Model):
         indexes = [
             models.Index(fields=["directory", "created_at", "id"], name="user_directory_order"),
             models.Index(fields=["directory", "external_id"], name="user_directory_external_id"),
-            models.Index(fields=["directory", "email"], name="user_directory_email"),
+            models.Index(fields=["directory", "email_key"], name="user_directory_email_key"),
         ]
+
+    # Not a column: the user's groups as [(group id, displayName)] in membership order, set by the reads
+    # that bring them along (directories.selectors.user_groups_attach, SCIM's storage); None until read.
+    member_of: list[tuple[uuid.UUID, str]] | None = None
 
     def __str__(self) -> str:
         return self.user_name
@@ -104,6 +115,7 @@ class DirectoryGroup(models.Model):
     display_name_key = models.CharField(max_length=512)
     external_id = models.CharField(max_length=512, null=True, blank=True)
     raw = models.JSONField(default=dict)
+    filter_doc = models.JSONField(default=dict)  # as DirectoryUser.filter_doc
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     members = models.ManyToManyField(DirectoryUser, through="GroupMembership", related_name="groups")

@@ -142,6 +142,16 @@ def _read(page: UsersPage, directory_id: uuid.UUID, reader: RowReader[Any]) -> N
         page.take(cursor.fetchall(), reader)
 
 
+def directory_users_total(*, directory_id: uuid.UUID) -> int:
+    """The number of the directory's users, from the tally (PostgreSQL only): what an unfiltered list
+    reports as totalResults however it is ordered, without counting the rows."""
+    tally = connection.ops.quote_name(UserTally._meta.db_table)
+    sql = f'SELECT COALESCE(SUM(t."created") - SUM(t."deleted"), 0) FROM {tally} t WHERE t."directory_id" = %s'  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [directory_id])
+        return int(cursor.fetchone()[0])
+
+
 def _marks_build(directory_id: uuid.UUID) -> None:
     """Every MARK_EVERY-th key of the directory in list order, and the tally sums of the same snapshot."""
     users = connection.ops.quote_name(DirectoryUser._meta.db_table)

@@ -6,7 +6,8 @@ from typing import Any
 
 from django.conf import settings
 
-from core.timefmt import iso_utc_or_none
+from core.timefmt import iso_utc, iso_utc_or_none
+from directories.mapping import custom_attributes, roles
 from directories.models import Directory, DirectoryGroup, DirectoryType, DirectoryUser
 
 
@@ -38,10 +39,17 @@ def directory_data(directory: Directory) -> dict[str, Any]:
         },
         "webhook": {"endpoint": directory.webhook_url or None, "secret": directory.webhook_secret or None},
         "created_at": iso_utc_or_none(directory.created_at),
+        # mapped attributes and roles (contract §3)
+        "attribute_map": directory.attribute_map,
+        "role_map": directory.role_map,
     }
 
 
-def user_data(user: DirectoryUser) -> dict[str, Any]:
+def user_data(user: DirectoryUser, *, directory: Directory) -> dict[str, Any]:
+    """A User of `directory` (the user's own). Its `roles` need the user's groups: with a non-empty
+    role_map, `user.member_of` must have been read (directories.selectors.user_groups_attach)."""
+    if directory.role_map and user.member_of is None:
+        raise ValueError("user_data needs the user's groups (member_of) for the directory's role_map")
     return {
         "id": str(user.id),
         "first_name": user.first_name,
@@ -49,8 +57,19 @@ def user_data(user: DirectoryUser) -> dict[str, Any]:
         "email": user.email,
         "active": user.active,
         "raw": user.raw,
+        "created_at": iso_utc(user.created_at),
+        "updated_at": iso_utc(user.updated_at),
+        # mapped attributes and roles (contract §3)
+        "custom_attributes": custom_attributes(user.raw, directory.attribute_map),
+        "roles": roles(user.member_of or (), directory.role_map),
     }
 
 
 def group_data(group: DirectoryGroup) -> dict[str, Any]:
-    return {"id": str(group.id), "name": group.display_name, "raw": group.raw}
+    return {
+        "id": str(group.id),
+        "name": group.display_name,
+        "raw": group.raw,
+        "created_at": iso_utc(group.created_at),
+        "updated_at": iso_utc(group.updated_at),
+    }

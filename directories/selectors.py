@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
+from core.comparison import comparison_key
 from core.rows import RowReader
 from directories import pages
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
@@ -18,9 +21,19 @@ _directories = RowReader(Directory)
 # The order of every list of users and groups: it never changes for a row, so pages do not shift.
 OLDEST_FIRST = ("created_at", "id")
 # What the REST lists render (directories.rendering.user_data and group_data).
-_REST_USER_FIELDS = ("id", "first_name", "last_name", "email", "active", "raw")
-_REST_GROUP_FIELDS = ("id", "display_name", "raw")
-_rest_users = RowReader(DirectoryUser, fields=(*_REST_USER_FIELDS, "created_at"))
+_REST_USER_FIELDS = (
+    "id",
+    "directory_id",
+    "first_name",
+    "last_name",
+    "email",
+    "active",
+    "raw",
+    "created_at",
+    "updated_at",
+)
+_REST_GROUP_FIELDS = ("id", "directory_id", "display_name", "raw", "created_at", "updated_at")
+_rest_users = RowReader(DirectoryUser, fields=_REST_USER_FIELDS)
 
 
 def _uuid(value: Any) -> uuid.UUID | None:
@@ -78,6 +91,17 @@ def directory_user_get(*, directory: Directory, user_id: Any) -> DirectoryUser |
     return None if pk is None else DirectoryUser.objects.filter(directory=directory, pk=pk).first()
 
 
+def directory_user_find(*, directory: Directory, ref: str) -> DirectoryUser | None:
+    """A user of this directory by id, or else by userName (compared case-insensitively)."""
+    ref = (ref or "").strip()
+    if not ref:
+        return None
+    user = directory_user_get(directory=directory, user_id=ref)
+    if user is None:
+        user = DirectoryUser.objects.filter(directory=directory, user_name_key=comparison_key(ref)).first()
+    return user
+
+
 def directory_group_get(*, directory: Directory, group_id: Any) -> DirectoryGroup | None:
     pk = _uuid(group_id)
     return None if pk is None else DirectoryGroup.objects.filter(directory=directory, pk=pk).first()
@@ -117,41 +141,53 @@ def page_rows(
     return list(rows.only(*fields) if fields else rows)
 
 
+@dataclass(frozen=True)
+class UserFilters:
+    """The REST user list's filters (contract §3); None: not filtered on."""
+
+    active: bool | None = None
+    email: str | None = None  # compared in comparison form (case-insensitive)
+    group_id: uuid.UUID | None = None
+    updated_after: datetime | None = None
+
+    def q(self) -> Q:
+        q = Q()
+        if self.active is not None:
+            q &= Q(active=self.active)
+        if self.email is not None:
+            q &= Q(email_key=comparison_key(self.email))
+        if self.group_id is not None:
+            q &= Q(Exists(GroupMembership.objects.filter(user=OuterRef("pk"), group_id=self.group_id)))
+        if self.updated_after is not None:
+            q &= Q(updated_at__gt=self.updated_after)
+        return q
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.active, self.email, self.group_id, self.updated_after))
+
+
 def tenant_users_page(
-    *, tenant: str, product: str, directory_id: uuid.UUID | None, offset: int, limit: int
+    *, directories: Sequence[Directory], offset: int, limit: int, filters: UserFilters | None = None
 ) -> list[DirectoryUser]:
-    """`limit` users of tenant + product (or of their directory `directory_id`) from `offset`, oldest first.
+    """`limit` users of `directories` (a tenant and product's, read by the caller, or the one of them it
+    named) from `offset`, oldest first, matching `filters`.
 
-    On PostgreSQL, when the users are those of one directory (named, or the tenant's only one), the
-    page comes from directories.pages and costs the same at any offset; otherwise the OFFSET walks
-    the index of every directory of the tenant (one statement, see page_rows). Without a named
-    directory that takes one more query to find the tenant's directories, so it is done for deep
-    pages only.
+    On PostgreSQL, the unfiltered users of one directory come from directories.pages and cost the same
+    at any offset; otherwise the OFFSET walks the (directory, created_at, id) index (one statement, see
+    page_rows). The directories are named by id, not by a subquery on tenant and product, so that the
+    planner sees one directory's rows and walks them in order: a `group` filter then probes the
+    membership index user by user (bench/README.md, issue 21) instead of joining every user.
     """
-    if connection.vendor == "postgresql" and (directory_id is not None or offset >= pages.MARK_EVERY):
-        ids = (
-            [directory_id]
-            if directory_id is not None
-            else list(_tenant_directory_ids(tenant=tenant, product=product).values_list("id", flat=True)[:2])
-        )
-        if not ids:
-            return []
-        if len(ids) == 1:
-            return pages.directory_users_page(
-                directory_id=ids[0], start_index=offset + 1, count=limit, reader=_rest_users
-            )[1]
-    users = tenant_users(tenant=tenant, product=product, directory_id=directory_id)
-    return page_rows(users, offset=offset, limit=limit, fields=_REST_USER_FIELDS)
-
-
-def tenant_users(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryUser]:
-    """Users of every directory of tenant + product (or of one of them), oldest first.
-
-    The order (created_at, id) never changes for a row, so pages do not shift while a client walks them.
-    """
-    return DirectoryUser.objects.filter(
-        directory_id__in=_tenant_directory_ids(tenant=tenant, product=product, directory_id=directory_id)
-    ).order_by(*OLDEST_FIRST)
+    ids = [directory.id for directory in directories]
+    if not ids:
+        return []
+    if not filters and connection.vendor == "postgresql" and len(ids) == 1:
+        page = pages.directory_users_page(directory_id=ids[0], start_index=offset + 1, count=limit, reader=_rest_users)
+        return page[1]
+    users = DirectoryUser.objects.filter(**({"directory_id": ids[0]} if len(ids) == 1 else {"directory_id__in": ids}))
+    if filters:
+        users = users.filter(filters.q())
+    return page_rows(users.order_by(*OLDEST_FIRST), offset=offset, limit=limit, fields=_REST_USER_FIELDS)
 
 
 def tenant_groups(*, tenant: str, product: str, directory_id: Any = None) -> QuerySet[DirectoryGroup]:
@@ -161,12 +197,34 @@ def tenant_groups(*, tenant: str, product: str, directory_id: Any = None) -> Que
 
 
 def tenant_groups_page(
-    *, tenant: str, product: str, directory_id: uuid.UUID | None, offset: int, limit: int
+    *,
+    tenant: str,
+    product: str,
+    directory_id: uuid.UUID | None,
+    offset: int,
+    limit: int,
+    name: str | None = None,
 ) -> list[DirectoryGroup]:
     """`limit` groups of tenant + product (or of their directory `directory_id`) from `offset`, oldest
-    first, with the fields the REST groups list renders."""
+    first, with the fields the REST groups list renders; `name`: only groups of that displayName
+    (compared case-insensitively)."""
     groups = tenant_groups(tenant=tenant, product=product, directory_id=directory_id)
+    if name is not None:
+        groups = groups.filter(display_name_key=comparison_key(name))
     return page_rows(groups, offset=offset, limit=limit, fields=_REST_GROUP_FIELDS)
+
+
+def user_groups_page(*, user: DirectoryUser, offset: int, limit: int) -> list[DirectoryGroup]:
+    """`limit` of the groups `user` is a member of, from `offset`, oldest group first."""
+    groups = DirectoryGroup.objects.filter(directory_id=user.directory_id, memberships__user=user)
+    return page_rows(groups, offset=offset, limit=limit, fields=_REST_GROUP_FIELDS)
+
+
+def directories_by_id(*, ids: set[uuid.UUID]) -> dict[uuid.UUID, Directory]:
+    """The directories among `ids`, by id, in one query (the callers' rows are scoped already)."""
+    if not ids:
+        return {}
+    return {d.id: d for d in Directory.objects.filter(pk__in=ids)}
 
 
 def tenant_user_get(*, tenant: str, product: str, user_id: Any) -> DirectoryUser | None:
@@ -174,7 +232,9 @@ def tenant_user_get(*, tenant: str, product: str, user_id: Any) -> DirectoryUser
     pk = _uuid(user_id)
     if pk is None:
         return None
-    return DirectoryUser.objects.filter(pk=pk, directory__tenant=tenant, directory__product=product).first()
+    # The directory comes along (a join): rendering a user reads its attribute and role maps.
+    users = DirectoryUser.objects.select_related("directory")
+    return users.filter(pk=pk, directory__tenant=tenant, directory__product=product).first()
 
 
 def tenant_group_get(*, tenant: str, product: str, group_id: Any) -> DirectoryGroup | None:
@@ -182,6 +242,24 @@ def tenant_group_get(*, tenant: str, product: str, group_id: Any) -> DirectoryGr
     if pk is None:
         return None
     return DirectoryGroup.objects.filter(pk=pk, directory__tenant=tenant, directory__product=product).first()
+
+
+def user_groups_attach(*, users: Sequence[DirectoryUser]) -> None:
+    """Set `member_of` on each of `users` that lacks it, in one query for all of them: their groups as
+    (id, displayName), in the order they joined. The users are already scoped by the caller; a
+    membership never crosses directories (the services check both sides)."""
+    missing = {user.id: user for user in users if user.member_of is None}
+    if not missing:
+        return
+    for user in missing.values():
+        user.member_of = []
+    rows = (
+        GroupMembership.objects.filter(user_id__in=list(missing))
+        .order_by("id")
+        .values_list("user_id", "group_id", "group__display_name")
+    )
+    for user_id, group_id, name in rows:
+        missing[user_id].member_of.append((group_id, name))  # type: ignore[union-attr]
 
 
 def group_member_ids(*, group: DirectoryGroup) -> list[uuid.UUID]:

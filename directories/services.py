@@ -14,13 +14,23 @@ from django.utils import timezone
 
 from core.errors import ValidationFailed
 from core.outbound import validate_webhook_url
+from directories.mapping import attribute_map_problem, role_map_problem
 from directories.models import ApiKey, Directory, DirectoryType
 from directories.rendering import directory_data
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 NAME_MAX_LENGTH = Directory._meta.get_field("name").max_length or 200
-UPDATABLE_FIELDS = ("name", "webhook_url", "webhook_secret", "log_webhook_events", "deactivated")
+UPDATABLE_FIELDS = (
+    "name",
+    "webhook_url",
+    "webhook_secret",
+    "log_webhook_events",
+    "deactivated",
+    # mapped attributes and roles (contract §3)
+    "attribute_map",
+    "role_map",
+)
 
 
 @dataclass(frozen=True)
@@ -162,6 +172,7 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
         value = _boolean(data, flag)
         if value is not None:
             changes[flag] = value
+    changes.update(_maps(data))
     changed = [f for f, v in changes.items() if getattr(directory, f) != v]
     if not changed:
         return directory, []
@@ -173,6 +184,21 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
             event = "dsync.deactivated" if directory.deactivated else "dsync.activated"
             _events().event_record(directory=directory, event_type=event, data=_public(directory))
     return directory, changed
+
+
+def _maps(data: dict[str, Any]) -> dict[str, Any]:
+    """attribute_map and role_map of an update, validated whole (a 400 names the offending key, and
+    nothing is saved); null clears a map."""
+    changes: dict[str, Any] = {}
+    for field, problem in (("attribute_map", attribute_map_problem), ("role_map", role_map_problem)):
+        if field not in data:
+            continue
+        value = {} if data[field] is None else data[field]
+        found = problem(value)
+        if found is not None:
+            raise ValidationFailed(found[1], field=field)
+        changes[field] = value
+    return changes
 
 
 def directory_delete(*, directory: Directory) -> None:

@@ -3,6 +3,7 @@ validation, so the portal shows exactly the messages the REST and admin APIs giv
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -74,6 +75,43 @@ class DirectoryEditForm(forms.Form):
         if self.cleaned_data["webhook_secret"]:
             data["webhook_secret"] = self.cleaned_data["webhook_secret"]
         return data
+
+
+class _JsonObjectField(forms.CharField):
+    """A textarea holding a JSON object; empty means {}."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, max_length=200_000, widget=forms.Textarea(attrs={"rows": 8}), **kwargs)
+
+    def clean(self, value: Any) -> dict[str, Any]:
+        text = (super().clean(value) or "").strip()
+        if not text:
+            return {}
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            raise forms.ValidationError("This is not valid JSON.") from None
+        if not isinstance(parsed, dict):
+            raise forms.ValidationError("This must be a JSON object, {…}.")
+        return parsed
+
+
+class DirectoryMappingForm(forms.Form):
+    attribute_map = _JsonObjectField(
+        label="Attribute map",
+        help_text='{"name": "SCIM attribute path"}, e.g. {"department": '
+        '"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department"}: each user\'s custom_attributes.',
+    )
+    role_map = _JsonObjectField(
+        label="Role map",
+        help_text='{"group displayName or id": "role"}, e.g. {"Engineering": "developer"}: each user\'s roles.',
+    )
+    preview_user = forms.CharField(
+        required=False,
+        max_length=512,
+        label="Preview for user",
+        help_text="A user's id or userName: shows what the maps above give them, without saving.",
+    )
 
 
 class DeleteConfirmForm(forms.Form):

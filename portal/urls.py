@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from portal.views import audit, auth, deliveries, directories, people
+from portal.views import audit, auth, deliveries, directories, mapping, people
 
 app_name = "portal"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("directories/new", directories.directory_create, name="directory_create"),
     path("directories/<str:directory_id>", directories.directory_detail, name="directory"),
     path("directories/<str:directory_id>/edit", directories.directory_edit, name="directory_edit"),
+    path("directories/<str:directory_id>/mapping", mapping.directory_mapping, name="directory_mapping"),
     path("directories/<str:directory_id>/logging", directories.directory_logging_set, name="directory_logging"),
     path("directories/<str:directory_id>/active", directories.directory_active_set, name="directory_active"),
     path(

@@ -18,12 +18,23 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from adminauth.services import audit_record
-from core.apiinput import json_body, page_bounds, query_check, query_required
+from core.apiinput import (
+    json_body,
+    page_bounds,
+    query_boolean,
+    query_check,
+    query_datetime,
+    query_nonempty,
+    query_required,
+    query_uuid,
+)
 from core.envelope import EnvelopeOnly, ok
 from core.errors import NotFound
-from directories.models import ApiKey, Directory
+from directories.models import ApiKey, Directory, DirectoryUser
 from directories.rendering import directory_data, group_data, user_data
 from directories.selectors import (
+    UserFilters,
+    directories_by_id,
     directory_get,
     directory_list,
     group_member_ids,
@@ -31,6 +42,8 @@ from directories.selectors import (
     tenant_groups_page,
     tenant_user_get,
     tenant_users_page,
+    user_groups_attach,
+    user_groups_page,
 )
 from directories.services import directory_create, directory_delete, directory_update
 from restapi import openapi as doc
@@ -169,18 +182,39 @@ class DirectoryDetailApi(ApiView):
         return ok({})
 
 
-def _tenant_list(request: Request, page: Callable[..., Any], render: Callable[[Any], dict[str, Any]]) -> Response:
+def _tenant_list(
+    request: Request, page: Callable[..., Any], render: Callable[[list[Any]], list[dict[str, Any]]], **filters: Any
+) -> Response:
     """One page of a tenant and product's users or groups (`page`: the selector), optionally of one
-    directory (`directoryId`), rendered with `render`."""
+    directory (`directoryId`), rendered with `render`; `filters` go to the selector."""
     tenant, product = tenant_product(request)
     offset, limit = page_bounds(request)
     directory = _directory_filter(request, tenant, product)
     if limit == 0:
         return ok([])
     rows = page(
-        tenant=tenant, product=product, directory_id=directory.id if directory else None, offset=offset, limit=limit
+        tenant=tenant,
+        product=product,
+        directory_id=directory.id if directory else None,
+        offset=offset,
+        limit=limit,
+        **filters,
     )
-    return ok([render(row) for row in rows])
+    return ok(render(rows))
+
+
+def users_data(users: list[DirectoryUser], known: dict[Any, Directory] | None = None) -> list[dict[str, Any]]:
+    """Users in the REST shape: each with its directory's attribute and role maps (`known`: directories
+    already read; one query for the others unless they came with the users, and one for the groups of
+    the users whose directory maps roles)."""
+    loaded = {u.directory_id: u.directory for u in users if DirectoryUser.directory.is_cached(u)} | (known or {})
+    directories = loaded | directories_by_id(ids={user.directory_id for user in users} - set(loaded))
+    user_groups_attach(users=[user for user in users if directories[user.directory_id].role_map])
+    return [user_data(user, directory=directories[user.directory_id]) for user in users]
+
+
+def _groups_data(groups: list[Any]) -> list[dict[str, Any]]:
+    return [group_data(group) for group in groups]
 
 
 class UserListApi(ApiView):
@@ -188,11 +222,32 @@ class UserListApi(ApiView):
         operation_id="users_list",
         summary="List the users of a tenant and product",
         description="Users of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
+        parameters=[
+            doc.TENANT,
+            doc.PRODUCT,
+            doc.DIRECTORY_ID,
+            doc.PAGE_OFFSET,
+            doc.PAGE_LIMIT,
+            *doc.USER_FILTERS,
+        ],
         responses={200: doc.UserListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
-        return _tenant_list(request, tenant_users_page, user_data)
+        tenant, product = tenant_product(request)
+        offset, limit = page_bounds(request)
+        filters = UserFilters(
+            active=query_boolean(request, "active"),
+            email=query_nonempty(request, "email"),
+            group_id=query_uuid(request, "group"),
+            updated_after=query_datetime(request, "updatedAfter"),
+        )
+        named = _directory_filter(request, tenant, product)
+        # The tenant's directories, read once: they scope the page and give its users' maps.
+        directories = [named] if named is not None else list(directory_list(tenant=tenant, product=product))
+        if limit == 0:
+            return ok([])
+        users = tenant_users_page(directories=directories, offset=offset, limit=limit, filters=filters)
+        return ok(users_data(users, {d.id: d for d in directories}))
 
 
 class UserDetailApi(ApiView):
@@ -208,7 +263,24 @@ class UserDetailApi(ApiView):
         user = tenant_user_get(tenant=tenant, product=product, user_id=user_id)
         if user is None:
             raise NotFound("User not found.")
-        return ok(user_data(user))
+        return ok(users_data([user])[0])
+
+
+class UserGroupsApi(ApiView):
+    @extend_schema(
+        operation_id="users_groups_list",
+        summary="List the groups a user of a tenant and product is a member of (without members)",
+        description="Oldest group first. A user of another tenant or product is a 404, like a missing one.",
+        parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
+        responses={200: doc.GroupListEnvelope, **doc.errors(404)},
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        tenant, product = tenant_product(request)
+        offset, limit = page_bounds(request)
+        user = tenant_user_get(tenant=tenant, product=product, user_id=user_id)
+        if user is None:
+            raise NotFound("User not found.")
+        return ok(_groups_data(user_groups_page(user=user, offset=offset, limit=limit) if limit else []))
 
 
 class GroupListApi(ApiView):
@@ -216,11 +288,11 @@ class GroupListApi(ApiView):
         operation_id="groups_list",
         summary="List the groups of a tenant and product (without members)",
         description="Groups of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
+        parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT, doc.GROUP_NAME],
         responses={200: doc.GroupListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
-        return _tenant_list(request, tenant_groups_page, group_data)
+        return _tenant_list(request, tenant_groups_page, _groups_data, name=query_nonempty(request, "name"))
 
 
 class GroupDetailApi(ApiView):

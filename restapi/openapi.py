@@ -30,6 +30,7 @@ from core.apiinput import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_NUMBER_MAX, q
 from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
+from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
 from directories.models import DirectoryType
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
@@ -81,6 +82,13 @@ class DirectorySerializer(serializers.Serializer):
     scim = ScimInfo()
     webhook = WebhookInfo()
     created_at = serializers.DateTimeField()
+    # mapped attributes and roles (contract §3)
+    attribute_map = serializers.DictField(
+        child=serializers.CharField(), help_text="{name: SCIM attribute path}: each User's custom_attributes."
+    )
+    role_map = serializers.DictField(
+        child=serializers.CharField(), help_text="{group displayName or id: role}: each User's roles."
+    )
 
 
 def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
@@ -111,6 +119,15 @@ class DirectoryCreateInput(serializers.Serializer):
     log_webhook_events = serializers.BooleanField(required=False, allow_null=True, default=False)
 
 
+def _map_input(help_text: str) -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        allow_null=True,
+        help_text=f"Replaces the whole map; null or {{}} clears it. {help_text}",
+    )
+
+
 class DirectoryPatchInput(serializers.Serializer):
     """Any of these fields; any other field is a 400 (additionalProperties is false, see _tighten)."""
 
@@ -119,6 +136,12 @@ class DirectoryPatchInput(serializers.Serializer):
     webhook_secret = _optional_text(512, "Needs a webhook_url.")
     log_webhook_events = serializers.BooleanField(required=False, allow_null=True)
     deactivated = serializers.BooleanField(required=False, allow_null=True)
+    # mapped attributes and roles: bounds and key patterns are set by _tighten (see MAP_SCHEMAS)
+    attribute_map = _map_input(
+        'Values are SCIM attribute paths (`[URN:]attr[.sub]`, or `attr[sub eq "x"].sub`); names are '
+        "identifiers that are not User fields."
+    )
+    role_map = _map_input("Keys name a group by displayName (case-insensitive) or id.")
 
 
 class UserSerializer(serializers.Serializer):
@@ -128,12 +151,23 @@ class UserSerializer(serializers.Serializer):
     email = serializers.CharField()
     active = serializers.BooleanField()
     raw = serializers.JSONField(help_text="The SCIM user as last received, without password.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    custom_attributes = serializers.DictField(
+        child=serializers.JSONField(allow_null=True),
+        help_text="One entry per name of the directory's attribute_map: the value at its path, null if none.",
+    )
+    roles = serializers.ListField(
+        child=serializers.CharField(), help_text="Sorted, distinct roles the role_map gives the user's groups."
+    )
 
 
 class GroupSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     raw = serializers.JSONField(help_text="The SCIM group as last received.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
 
 
 class MemberSerializer(serializers.Serializer):
@@ -214,6 +248,30 @@ PAGE_LIMIT = OpenApiParameter(
     required=False,
     description=f"Rows to return (default {PAGE_LIMIT_DEFAULT}); more than {PAGE_LIMIT_MAX} is served as "
     f"{PAGE_LIMIT_MAX}.",
+)
+USER_FILTERS = [
+    OpenApiParameter("active", bool, required=False, description="Only active (true) or inactive (false) users."),
+    OpenApiParameter(
+        "email",
+        {"type": "string", "minLength": 1, "maxLength": 512},
+        required=False,
+        description="Only users with this email (exact, case-insensitive).",
+    ),
+    OpenApiParameter(
+        "group", OpenApiTypes.UUID, required=False, description="Only members of this group ([] if it matches none)."
+    ),
+    OpenApiParameter(
+        "updatedAfter",
+        OpenApiTypes.DATETIME,
+        required=False,
+        description="Only users updated strictly after this RFC 3339 date-time (with Z or an offset).",
+    ),
+]
+GROUP_NAME = OpenApiParameter(
+    "name",
+    {"type": "string", "minLength": 1, "maxLength": 512},
+    required=False,
+    description="Only the group of this displayName (exact, case-insensitive).",
 )
 FAILED = OpenApiParameter(
     "failed", bool, required=False, description="true: failed attempts only; false: delivered ones only."
@@ -303,7 +361,24 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
         # drf-spectacular names the PATCH body "Patched<serializer>".
         if name.endswith("DirectoryPatchInput"):
             schema["additionalProperties"] = False
+            for field, bounds in MAP_SCHEMAS.items():
+                schema["properties"][field].update(bounds)
     return result
+
+
+# The bounds directories.mapping enforces on the two maps.
+MAP_SCHEMAS: dict[str, dict[str, Any]] = {
+    "attribute_map": {
+        "maxProperties": ATTRIBUTE_MAP_MAX,
+        "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "maxLength": NAME_MAX},
+        "additionalProperties": {"type": "string", "minLength": 1, "maxLength": PATH_MAX},
+    },
+    "role_map": {
+        "maxProperties": ROLE_MAP_MAX,
+        "propertyNames": {"minLength": 1, "maxLength": GROUP_KEY_MAX},
+        "additionalProperties": {"type": "string", "minLength": 1, "maxLength": ROLE_MAX},
+    },
+}
 
 
 SCHEMA_FORMATS = ("json", "yaml")

@@ -18,6 +18,7 @@ def _routes(prefix: str, suffix: str) -> list:
         path(prefix, apis.DirectoryListCreateApi.as_view(), name=f"directory-list{suffix}"),
         path(f"{prefix}/users", apis.UserListApi.as_view(), name=f"user-list{suffix}"),
         path(f"{prefix}/users/<str:user_id>", apis.UserDetailApi.as_view(), name=f"user-detail{suffix}"),
+        path(f"{prefix}/users/<str:user_id>/groups", apis.UserGroupsApi.as_view(), name=f"user-groups{suffix}"),
         path(f"{prefix}/groups", apis.GroupListApi.as_view(), name=f"group-list{suffix}"),
         path(f"{prefix}/groups/<str:group_id>", apis.GroupDetailApi.as_view(), name=f"group-detail{suffix}"),
         path(f"{prefix}/<str:directory_id>", apis.DirectoryDetailApi.as_view(), name=f"directory-detail{suffix}"),

@@ -27,7 +27,7 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
     if not isinstance(request, dict):
         error = invalid_syntax("The request must be an object.")
         return {"status": error.status, "data": error.body()}
-    return process(
+    result = process(
         ScimRequest.build(
             method=request.get("method"),
             directory_id=request.get("directoryId"),
@@ -39,3 +39,5 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
         ),
         callback,
     )
+    # The contract's result is {status, data}; a resource's version is in its meta.version.
+    return {"status": result["status"], "data": result["data"]}

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from directories.models import Directory
-from directories.selectors import directory_get
+from directories.selectors import directory_get, user_groups_attach
 from scim import services, storage
 from scim.filter_query import Equality, filter_plan
 from scim.http.request import ScimRequest
@@ -29,6 +29,7 @@ from scim.protocol.errors import ScimError, invalid_syntax, invalid_value, not_f
 from scim.protocol.inputs import check_document, check_query, text_ok
 from scim.protocol.paging import paging
 from scim.protocol.search import search_query
+from scim.protocol.versions import Precondition, precondition, version_of
 from scim.rendering import Projection, group_resource, user_resource
 from scim.selectors import (
     FirstRead,
@@ -37,6 +38,7 @@ from scim.selectors import (
     scim_groups_page,
     scim_user_get,
 )
+from scim.sort_query import sort_plan
 
 logger = logging.getLogger("roster.scim")
 
@@ -143,16 +145,33 @@ def _first_read(method: str, resource_type: str, resource_id: Any, query: Any) -
         if method != "GET" and (method not in ("PUT", "PATCH", "DELETE") or not storage.current().optimistic):
             return None
         try:
-            return FirstRead("user", user_id=uuid.UUID(str(resource_id)))
+            return FirstRead("user", user_id=uuid.UUID(str(resource_id)), groups=method != "DELETE" and _wants(query))
         except ValueError:
             return None
-    if method != "GET" or query.get("filter") not in (None, ""):
+    if method != "GET" or query.get("filter") not in (None, "") or query.get("sortBy") not in (None, ""):
         return None
     try:
         start, count = paging(query)
     except ScimError:
         return None
-    return FirstRead("users", start_index=start, count=count)
+    return FirstRead("users", start_index=start, count=count, groups=_wants(query))
+
+
+def _wants(query: dict[str, Any]) -> bool:
+    """Whether the answer shows users' `groups` (attributes / excludedAttributes); parsing errors are
+    raised later, after authentication."""
+    try:
+        return _projection(query).wants("groups")
+    except ScimError:
+        return True
+
+
+def _with_groups(users: list[Any], projection: Projection) -> list[Any]:
+    """`users` with their groups read (one query for those the store did not bring them with), when
+    the answer shows them."""
+    if projection.wants("groups"):
+        user_groups_attach(users=users)
+    return users
 
 
 class _Handler:
@@ -163,20 +182,40 @@ class _Handler:
 
     # users
 
+    def _condition(self, resource_type: str) -> Q | Equality | None:
+        flt = self.query.get("filter")
+        if flt in (None, ""):
+            return None
+        return filter_plan(flt, resource_type=resource_type, documents=storage.current().documents)
+
+    def _order(self, resource_type: str) -> list[Any] | None:
+        return sort_plan(
+            self.query.get("sortBy"),
+            self.query.get("sortOrder"),
+            resource_type=resource_type,
+            documents=storage.current().documents,
+        )
+
     def users_list(self) -> tuple[int, Any]:
         start, count = paging(self.query)
         projection = _projection(self.query)
         read = self.read
         page = read.page if read is not None and read.matches("users", start_index=start, count=count) else None
-        flt = self.query.get("filter")
-        condition = filter_plan(flt, resource_type="users") if flt not in (None, "") else None
+        condition = self._condition("users")
+        order = self._order("users")
         total, users = storage.current().users_page(
-            directory=self.directory, condition=condition, start_index=start, count=count, page=page
+            directory=self.directory,
+            condition=condition,
+            start_index=start,
+            count=count,
+            page=page,
+            order=order,
+            groups=projection.wants("groups"),
         )
-        resources = [projection.apply(user_resource(u)) for u in users]
+        resources = [projection.apply(user_resource(u)) for u in _with_groups(users, projection)]
         return 200, _list_response(total, start, resources)
 
-    def user_get(self, user_id: Any) -> tuple[int, Any]:
+    def user_get(self, user_id: Any, if_none_match: Precondition | None = None) -> tuple[int, Any, str]:
         projection = _projection(self.query)
         read = self.read
         if read is not None and read.matches("user") and read.rows is not None:
@@ -185,7 +224,10 @@ class _Handler:
             user = scim_user_get(directory=self.directory, user_id=user_id)
         if user is None:
             raise not_found("User")
-        return 200, projection.apply(user_resource(user))
+        version = version_of(user.updated_at)
+        if if_none_match is not None and if_none_match.matches(version):
+            return 304, None, version  # RFC 7644 §3.14: the client's copy is current
+        return 200, projection.apply(user_resource(_with_groups([user], projection)[0])), version
 
     # groups
 
@@ -200,9 +242,11 @@ class _Handler:
     def groups_list(self) -> tuple[int, Any]:
         start, count = paging(self.query)
         projection = _projection(self.query)
-        flt = self.query.get("filter")
-        condition = filter_plan(flt, resource_type="groups") if flt not in (None, "") else None
-        total, groups = scim_groups_page(directory=self.directory, condition=condition, start_index=start, count=count)
+        condition = self._condition("groups")
+        order = self._order("groups")
+        total, groups = scim_groups_page(
+            directory=self.directory, condition=condition, start_index=start, count=count, order=order
+        )
         return 200, _list_response(total, start, self._groups_render(groups, projection))
 
     # both
@@ -213,26 +257,42 @@ class _Handler:
         it is within the users' total, else group number `startIndex - users' total`, so paging on
         walks through the users and on into the groups. A filter is run against each resource type; a
         type that cannot evaluate it (e.g. `userName` on groups) contributes nothing, and only a filter
-        that neither type can evaluate is a 400."""
+        that neither type can evaluate is a 400. `sortBy` sorts each type that has the attribute (the
+        other keeps its (created, id) order); one that neither type has is a 400."""
         start, count = paging(self.query)
         projection = _projection(self.query)
-        flt = self.query.get("filter")
         conditions: dict[str, Q | Equality | None] = {}
         refused: list[ScimError] = []
         for kind in ("users", "groups"):
             try:
-                conditions[kind] = filter_plan(flt, resource_type=kind) if flt not in (None, "") else None
+                conditions[kind] = self._condition(kind)
             except ScimError as exc:
                 if exc.status != 400:
                     raise  # 403 sensitive (password) is refused whatever the type
                 refused.append(exc)
         if not conditions:
             raise refused[0]
+        orders: dict[str, list[Any] | None] = {}
+        unsortable: list[ScimError] = []
+        for kind in ("users", "groups"):
+            try:
+                orders[kind] = self._order(kind)
+            except ScimError as exc:
+                unsortable.append(exc)
+                orders[kind] = None
+        if len(unsortable) == 2:
+            raise unsortable[0]
         users_total, users = 0, []
         if "users" in conditions:
             users_total, users = storage.current().users_page(
-                directory=self.directory, condition=conditions["users"], start_index=start, count=count
+                directory=self.directory,
+                condition=conditions["users"],
+                start_index=start,
+                count=count,
+                order=orders["users"],
+                groups=projection.wants("groups"),
             )
+            _with_groups(users, projection)
         groups_total, groups = 0, []
         if "groups" in conditions:
             groups_total, groups = scim_groups_page(
@@ -240,15 +300,19 @@ class _Handler:
                 condition=conditions["groups"],
                 start_index=max(1, start - users_total),
                 count=count - len(users),
+                order=orders["groups"],
             )
         resources = [projection.apply(user_resource(u)) for u in users] + self._groups_render(groups, projection)
         return 200, _list_response(users_total + groups_total, start, resources)
 
-    def group_get(self, group_id: Any) -> tuple[int, Any]:
+    def group_get(self, group_id: Any, if_none_match: Precondition | None = None) -> tuple[int, Any, str]:
         group = scim_group_get(directory=self.directory, group_id=group_id)
         if group is None:
             raise not_found("Group")
-        return 200, self._groups_render([group], _projection(self.query))[0]
+        version = version_of(group.updated_at)
+        if if_none_match is not None and if_none_match.matches(version):
+            return 304, None, version
+        return 200, self._groups_render([group], _projection(self.query))[0], version
 
 
 def _route(
@@ -259,7 +323,10 @@ def _route(
     body: Any,
     query: dict[str, Any],
     read: FirstRead | None = None,
-) -> tuple[int, Any, list[dict[str, Any]]]:
+    if_match: Precondition | None = None,
+    if_none_match: Precondition | None = None,
+) -> tuple[int, Any, list[dict[str, Any]], str | None]:
+    """(status, data, events, the version of the one resource answered or None)."""
     handler = _Handler(directory, query, read)
     did = str(directory.id)
     if resource_type in ("serviceproviderconfig", "resourcetypes", "schemas"):
@@ -268,63 +335,71 @@ def _route(
         if resource_type == "serviceproviderconfig":
             if resource_id:
                 raise not_found()
-            return 200, discovery.service_provider_config(did), []
+            return 200, discovery.service_provider_config(did), [], None
         items = discovery.resource_types(did) if resource_type == "resourcetypes" else discovery.schemas(did)
         if resource_id:
             found = [i for i in items if i["id"] == resource_id]
             if not found:
                 raise not_found()
-            return 200, found[0], []
-        return 200, _list_response(len(items), 1, items), []
+            return 200, found[0], [], None
+        return 200, _list_response(len(items), 1, items), [], None
     if resource_type == ".search" or (resource_type in ("users", "groups") and is_search(resource_id)):
         # RFC 7644 §3.4.3: the body carries what a GET list takes as query parameters.
         search = search_query(body)
         check_query(search)
         searcher = _Handler(directory, search)
         if resource_type == "users":
-            return (*searcher.users_list(), [])
+            return (*searcher.users_list(), [], None)
         if resource_type == "groups":
-            return (*searcher.groups_list(), [])
-        return (*searcher.all_list(), [])
+            return (*searcher.groups_list(), [], None)
+        return (*searcher.all_list(), [], None)
     if resource_type not in ("users", "groups"):
         raise not_found()
     users = resource_type == "users"
     if not resource_id:
         if method == "GET":
-            return (*(handler.users_list() if users else handler.groups_list()), [])
+            return (*(handler.users_list() if users else handler.groups_list()), [], None)
         if method == "POST":
             if users:
                 user, events = services.scim_user_create(directory=directory, body=body)
-                return 201, _projection(query).apply(user_resource(user)), events
+                return 201, _projection(query).apply(user_resource(user)), events, version_of(user.updated_at)
             group, events = services.scim_group_create(directory=directory, body=body)
-            return 201, handler._groups_render([group], _projection(query))[0], events
+            data = handler._groups_render([group], _projection(query))[0]
+            return 201, data, events, version_of(group.updated_at)
         raise ScimError(405, f"{method} is not allowed on /{'Users' if users else 'Groups'}.")
     if method == "GET":
-        return (*(handler.user_get(resource_id) if users else handler.group_get(resource_id)), [])
+        status, data, version = (
+            handler.user_get(resource_id, if_none_match) if users else handler.group_get(resource_id, if_none_match)
+        )
+        return status, data, [], version
     # The user a write reads first, when it came with the authentication (None: it did not).
     known = read.rows if read is not None and read.matches("user") else None
     if method == "DELETE":
         if users:
-            return 204, None, services.scim_user_delete(directory=directory, user_id=resource_id, known=known)
-        return 204, None, services.scim_group_delete(directory=directory, group_id=resource_id)
+            events = services.scim_user_delete(directory=directory, user_id=resource_id, known=known, if_match=if_match)
+            return 204, None, events, None
+        return 204, None, services.scim_group_delete(directory=directory, group_id=resource_id, if_match=if_match), None
     if method in ("PUT", "PATCH"):
         if users:
             write = services.scim_user_replace if method == "PUT" else services.scim_user_patch
-            user, events = write(directory=directory, user_id=resource_id, body=body, known=known)
-            return 200, _projection(query).apply(user_resource(user)), events
-        write = services.scim_group_replace if method == "PUT" else services.scim_group_patch
-        group, events = write(directory=directory, group_id=resource_id, body=body)
+            user, events = write(directory=directory, user_id=resource_id, body=body, known=known, if_match=if_match)
+            projection = _projection(query)
+            data = projection.apply(user_resource(_with_groups([user], projection)[0]))
+            return 200, data, events, version_of(user.updated_at)
+        group_write = services.scim_group_replace if method == "PUT" else services.scim_group_patch
+        group, events = group_write(directory=directory, group_id=resource_id, body=body, if_match=if_match)
         projection = _projection(query)
         if method == "PATCH" and not projection.attributes:
             # Entra prefers 204 for group PATCH and never needs the member list back (interop E8).
-            return 204, None, events
-        return 200, handler._groups_render([group], projection)[0], events
+            return 204, None, events, version_of(group.updated_at)
+        return 200, handler._groups_render([group], projection)[0], events, version_of(group.updated_at)
     raise ScimError(405, f"{method} is not allowed on this resource.")
 
 
 def process(req: ScimRequest, callback: Callback | None = None) -> Result:
     """Process one SCIM request, from the embedding API or either HTTP entry (scim.http.views); returns
-    {"status": int, "data": dict | None}, and calls `callback` as `scim_request` documents."""
+    {"status": int, "data": dict | None} (and "version", the version of the one resource answered, which
+    the HTTP entries send as ETag), and calls `callback` as `scim_request` documents."""
     events: list[dict[str, Any]] = []
     method, resource_type, resource_id, query = req.method, req.resource_type, req.resource_id, req.query
     try:
@@ -351,13 +426,31 @@ def process(req: ScimRequest, callback: Callback | None = None) -> Result:
             check_document(body)
         if method in ("POST", "PUT", "PATCH") and body is None and resource_type in ("users", "groups", ".search"):
             raise invalid_syntax("The request body is empty.")
-        status, data, events = _route(directory, method, resource_type, resource_id, body, query, read)
+        if_match, if_none_match = _preconditions(req, resource_type)
+        status, data, events, version = _route(
+            directory, method, resource_type, resource_id, body, query, read, if_match, if_none_match
+        )
     except ScimError as exc:
         return {"status": exc.status, "data": exc.body()}
     if callback is not None and events:
         # After commit (or at once when no transaction is open): the callback sees committed changes only.
         transaction.on_commit(lambda: [callback(event) for event in events])
-    return {"status": status, "data": data}
+    result: Result = {"status": status, "data": data}
+    if version is not None:
+        result["version"] = version  # the ETag header of the HTTP entries
+    return result
+
+
+def _preconditions(req: ScimRequest, resource_type: str) -> tuple[Precondition | None, Precondition | None]:
+    """If-Match of a write and If-None-Match of a read of one user or group (RFC 7644 §3.14); the
+    headers are not read anywhere else."""
+    if resource_type not in ("users", "groups") or not req.resource_id or is_search(req.resource_id):
+        return None, None
+    if req.method in ("PUT", "PATCH", "DELETE"):
+        return precondition(req.if_match, "If-Match"), None
+    if req.method == "GET":
+        return None, precondition(req.if_none_match, "If-None-Match")
+    return None, None
 
 
 def dumps(data: Any) -> bytes:

@@ -1,37 +1,90 @@
-"""Translate a parsed SCIM filter into a Django Q over DirectoryUser / DirectoryGroup columns.
+"""Translate a parsed SCIM filter into a Django Q over DirectoryUser / DirectoryGroup.
 
-Everything runs in the database. What cannot be expressed faithfully is refused with 400
-invalidFilter (RFC 7644 §3.4.2.2): an unsupported filter silently ignored would return every user.
+Everything runs in the database. Which attribute a path names, and how it compares, comes from
+scim/protocol/attributes.py; what cannot be expressed faithfully is refused with 400 invalidFilter
+(RFC 7644 §3.4.2.2): an unsupported filter silently ignored would return every user.
 
-Comparison semantics follow RFC 7643 `caseExact`: userName and displayName are compared on their
-NFC+casefold key columns; name parts and emails case-insensitively; externalId and id exactly.
+Three kinds of attributes:
+- columns: userName and displayName on their NFC+casefold key columns, externalId and id exactly,
+  active, meta.created and meta.lastModified (all indexed or cheap);
+- memberships: a user's `groups` and a group's `members`, as EXISTS over the membership table;
+- everything else, in the resource's comparison document (`filter_doc`, see
+  scim/protocol/documents/filterdoc.py): a test on it is a `DocTest`/`DocElement` tree that the store's
+  `documents` dialect (scim.storage) turns into SQL for its database, so that SQLite and PostgreSQL
+  give the same answers.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
-from django.db.models import Exists, OuterRef, Q
-from django.db.models.functions import Lower
-from django.db.models.lookups import GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual
+from django.db.models import Exists, Expression, OuterRef, Q
 
 from core.comparison import comparison_key
 from directories.models import GroupMembership
-from scim.protocol.documents.emails import ENTRY, FIELD, index_text
-from scim.protocol.errors import ScimError, invalid_filter
-from scim.protocol.filter import ENTERPRISE_SCHEMA, And, AttrPath, Compare, ElementFilter, Node, Not, Or, parse_filter
+from scim.protocol.attributes import STRING_TYPES, Attribute, Info, element_info, resolve
+from scim.protocol.errors import invalid_filter
+from scim.protocol.filter import And, AttrPath, Compare, ElementFilter, Node, Not, Or, parse_filter
 
 ALWAYS = Q(pk__isnull=False)
 NEVER = Q(pk__in=[])
 
-_NOT_SEP = "[^\x1e\x1f]"
 
-_ORDERING = {"gt": GreaterThan, "ge": GreaterThanOrEqual, "lt": LessThan, "le": LessThanOrEqual}
+# --- tests on the comparison document, rendered by the store's dialect ---------------------------------
+
+
+@dataclass(frozen=True)
+class DocTest:
+    """Some value at `steps` satisfies `op` with `value`. Ops: eq co sw ew gt ge lt le (the value is in
+    comparison form already), pr (a value exists) and str (a string value exists: `co ""`)."""
+
+    steps: tuple[str, ...]
+    op: str
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class DocAll:
+    left: DocNode
+    right: DocNode
+
+
+@dataclass(frozen=True)
+class DocAny:
+    left: DocNode
+    right: DocNode
+
+
+@dataclass(frozen=True)
+class DocNot:
+    inner: DocNode
+
+
+@dataclass(frozen=True)
+class DocElement:
+    """Some element at `steps` satisfies `inner`, whose steps are relative to the element."""
+
+    steps: tuple[str, ...]
+    inner: DocNode
+
+
+DocNode = DocTest | DocAll | DocAny | DocNot | DocElement
+
+
+class Documents(Protocol):
+    """The store's SQL for the comparison document (scim.storage: one per database)."""
+
+    def condition(self, node: DocNode) -> Expression: ...
+
+
+# --- columns ------------------------------------------------------------------------------------------
+
+_LOOKUPS = {"eq": "exact", "co": "contains", "sw": "startswith", "ew": "endswith"}
+_ORDERING = {"gt": "gt", "ge": "gte", "lt": "lt", "le": "lte"}
 
 
 def _string(node: Compare) -> str:
@@ -40,61 +93,21 @@ def _string(node: Compare) -> str:
     return node.value
 
 
-def _key_column(column: str) -> Callable[[Compare], Q]:
-    """A caseExact=false attribute stored casefolded in `column` (user_name_key, display_name_key)."""
+def _text_column(column: str, *, fold: bool, nullable: bool) -> Callable[[Compare], Q]:
+    """A string column: `fold` for a caseExact=false attribute stored in comparison form."""
 
     def compile_(node: Compare) -> Q:
-        if node.op == "pr":
-            return ALWAYS
-        if node.value is None and node.op in ("eq", "ne"):
-            return NEVER if node.op == "eq" else ALWAYS
-        key = comparison_key(_string(node))
-        lookup = {"eq": "exact", "co": "contains", "sw": "startswith", "ew": "endswith"}
-        if node.op == "ne":
-            return ~Q(**{column: key})
-        if node.op in lookup:
-            return Q(**{f"{column}__{lookup[node.op]}": key})
-        return Q(**{f"{column}__{node.op[0]}{'t' if node.op[1] == 't' else 'te'}": key})
-
-    return compile_
-
-
-def _exact_column(column: str, *, nullable: bool = True) -> Callable[[Compare], Q]:
-    """A caseExact=true string attribute (externalId)."""
-
-    def compile_(node: Compare) -> Q:
-        present = Q(**{f"{column}__isnull": False}) & ~Q(**{column: ""})
+        present = Q(**{f"{column}__isnull": False}) & ~Q(**{column: ""}) if nullable else ALWAYS
         if node.op == "pr":
             return present
         if node.value is None and node.op in ("eq", "ne"):
             return ~present if node.op == "eq" else present
         value = _string(node)
-        lookup = {"eq": "exact", "co": "contains", "sw": "startswith", "ew": "endswith"}
+        value = comparison_key(value) if fold else value
         if node.op == "ne":
             return ~Q(**{column: value})
-        if node.op in lookup:
-            return Q(**{f"{column}__{lookup[node.op]}": value})
-        return Q(**{f"{column}__{ {'gt': 'gt', 'ge': 'gte', 'lt': 'lt', 'le': 'lte'}[node.op] }": value})
-
-    return compile_
-
-
-def _insensitive_column(column: str) -> Callable[[Compare], Q]:
-    """A caseExact=false attribute stored as sent (name.givenName, name.familyName)."""
-
-    def compile_(node: Compare) -> Q:
-        present = ~Q(**{column: ""})
-        if node.op == "pr":
-            return present
-        if node.value is None and node.op in ("eq", "ne"):
-            return ~present if node.op == "eq" else present
-        value = _string(node)
-        lookup = {"eq": "iexact", "co": "icontains", "sw": "istartswith", "ew": "iendswith"}
-        if node.op == "ne":
-            return ~Q(**{f"{column}__iexact": value})
-        if node.op in lookup:
-            return Q(**{f"{column}__{lookup[node.op]}": value})
-        return Q(_ORDERING[node.op](Lower(column), value.lower()))
+        lookup = _LOOKUPS.get(node.op) or _ORDERING[node.op]
+        return Q(**{f"{column}__{lookup}": value})
 
     return compile_
 
@@ -112,14 +125,19 @@ def _id(node: Compare) -> Q:
     return Q(pk=pk) if node.op == "eq" else ~Q(pk=pk)
 
 
-def _active(node: Compare) -> Q:
-    if node.op == "pr":
-        return ALWAYS
+def _boolean(node: Compare) -> bool:
     value = node.value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         value = value.lower() == "true"  # Entra's legacy string booleans
     if node.op not in ("eq", "ne") or not isinstance(value, bool):
-        raise invalid_filter("active supports eq and ne with true or false.")
+        raise invalid_filter(f"{node.path.text} supports eq and ne with true or false, and pr.")
+    return value
+
+
+def _active(node: Compare) -> Q:
+    if node.op == "pr":
+        return ALWAYS
+    value = _boolean(node)
     return Q(active=value) if node.op == "eq" else Q(active=not value)
 
 
@@ -135,138 +153,97 @@ def _datetime_column(column: str) -> Callable[[Compare], Q]:
             raise invalid_filter(f"{node.path.text} needs an ISO 8601 date-time.") from exc
         if moment.tzinfo is None:
             raise invalid_filter(f"{node.path.text} needs a date-time with a time zone (e.g. Z).")
+        try:
+            moment = moment.astimezone(UTC)  # as the database compares it
+        except OverflowError as exc:
+            raise invalid_filter(f"{node.path.text}: that moment is outside years 1 to 9999 in UTC.") from exc
         if node.op == "eq":
             return Q(**{column: moment})
         if node.op == "ne":
             return ~Q(**{column: moment})
-        return Q(**{f"{column}__{ {'gt': 'gt', 'ge': 'gte', 'lt': 'lt', 'le': 'lte'}[node.op] }": moment})
+        return Q(**{f"{column}__{_ORDERING[node.op]}": moment})
 
     return compile_
 
 
-def _email_field_fragment(op: str, value: Any, field: str) -> str:
-    if op == "pr":
-        return f"{_NOT_SEP}+"
-    if field == "primary":
-        if op != "eq" or not isinstance(value, bool):
-            raise invalid_filter("emails.primary supports only eq true / eq false.")
-        return "true" if value else ""
-    if not isinstance(value, str):
-        raise invalid_filter(f"emails.{field} needs a quoted string value.")
-    text = re.escape(comparison_key(value))
-    if ENTRY in value or FIELD in value:
-        return "(?!)"
-    if op == "eq":
-        return text
-    if op == "co":
-        return f"{_NOT_SEP}*{text}{_NOT_SEP}*"
-    if op == "sw":
-        return f"{text}{_NOT_SEP}*"
-    if op == "ew":
-        return f"{_NOT_SEP}*{text}"
-    raise invalid_filter(f"emails.{field} supports eq, co, sw, ew and pr, not {op}.")
+def _resource_type(name: str) -> Callable[[Compare], Q]:
+    def compile_(node: Compare) -> Q:
+        if node.op == "pr":
+            return ALWAYS
+        if node.op not in ("eq", "ne"):
+            raise invalid_filter("meta.resourceType supports eq, ne and pr.")
+        same = comparison_key(_string(node)) == comparison_key(name)
+        return ALWAYS if same == (node.op == "eq") else NEVER
 
-
-def _email_conjunctions(node: Node) -> list[dict[str, tuple[str, Any]]]:
-    """A value filter on emails as a disjunction of conjunctions of {sub-attribute: (op, value)}."""
-    if isinstance(node, Or):
-        return _email_conjunctions(node.left) + _email_conjunctions(node.right)
-    if isinstance(node, And):
-        result = []
-        for left in _email_conjunctions(node.left):
-            for right in _email_conjunctions(node.right):
-                if any(k in left and left[k] != v for k, v in right.items()):
-                    raise invalid_filter("Two conditions on the same email sub-attribute are not supported.")
-                result.append({**left, **right})
-        return result
-    if isinstance(node, Compare) and node.path.sub is None and node.path.schema is None:
-        field = node.path.attr
-        if field not in ("type", "value", "primary"):
-            raise invalid_filter(f"emails[{node.path.text} …] is not supported (type, value, primary are).")
-        return [{field: (node.op, node.value)}]
-    raise invalid_filter("This emails value filter is not supported (use eq/co/sw/ew/pr joined by and/or).")
-
-
-def _emails_regex(conj: dict[str, tuple[str, Any]]) -> str:
-    frags = []
-    for field in ("type", "value", "primary"):
-        if field in conj:
-            frags.append(_email_field_fragment(*conj[field], field))
-        else:
-            frags.append(f"{_NOT_SEP}*")
-    return ENTRY + FIELD.join(frags) + ENTRY
-
-
-def _emails_compare(node: Compare) -> Q:
-    """`emails.value op x` (or `emails op x`, RFC 7644 §3.4.2.2: multi-valued without sub means value)."""
-    sub = node.path.sub or "value"
-    if sub not in ("value", "type", "primary"):
-        raise invalid_filter(f"emails.{sub} is not filterable.")
-    if node.op == "ne":
-        return ~_emails_compare(Compare(node.path, "eq", node.value))
-    if node.op == "eq" and sub == "value" and isinstance(node.value, str):
-        # The common case stays a plain LIKE, which every backend runs without a regex engine.
-        return Q(emails_index__contains=FIELD + index_text(node.value) + FIELD)
-    return Q(emails_index__regex=_emails_regex({sub: (node.op, node.value)}))
-
-
-def _emails_element(node: ElementFilter) -> Q:
-    q = NEVER
-    for conj in _email_conjunctions(node.inner):
-        q |= Q(emails_index__regex=_emails_regex(conj))
-    return q
-
-
-def _members_compare(node: Compare) -> Q:
-    sub = node.path.sub or "value"
-    if sub != "value" or node.op != "eq" or not isinstance(node.value, str):
-        raise invalid_filter('Groups can be filtered on members with eq only: members[value eq "<user id>"].')
-    try:
-        user_id = uuid.UUID(node.value)
-    except ValueError:
-        return NEVER
-    return Q(Exists(GroupMembership.objects.filter(group_id=OuterRef("pk"), user_id=user_id)))
-
-
-def _members_element(node: ElementFilter) -> Q:
-    def walk(inner: Node) -> Q:
-        if isinstance(inner, Or):
-            return walk(inner.left) | walk(inner.right)
-        if isinstance(inner, Compare) and inner.path.attr == "value" and inner.path.sub is None:
-            return _members_compare(Compare(node.path, inner.op, inner.value))
-        raise invalid_filter('Groups can be filtered on members with eq only: members[value eq "<user id>"].')
-
-    return walk(node.inner)
+    return compile_
 
 
 Compiler = Callable[[Compare], Q]
+_COMMON_COLUMNS: dict[str, Compiler] = {
+    "id": _id,
+    "meta.created": _datetime_column("created_at"),
+    "meta.lastmodified": _datetime_column("updated_at"),
+    "externalid": _text_column("external_id", fold=False, nullable=True),
+}
+COLUMNS: dict[str, dict[str, Compiler]] = {
+    "users": _COMMON_COLUMNS
+    | {
+        "username": _text_column("user_name_key", fold=True, nullable=False),
+        "active": _active,
+        "meta.resourcetype": _resource_type("User"),
+    },
+    "groups": _COMMON_COLUMNS
+    | {
+        "displayname": _text_column("display_name_key", fold=True, nullable=False),
+        "meta.resourcetype": _resource_type("Group"),
+    },
+}
 
-USER_ATTRIBUTES: dict[tuple[str, str | None], Compiler] = {
-    ("username", None): _key_column("user_name_key"),
-    ("externalid", None): _exact_column("external_id"),
-    ("id", None): _id,
-    ("active", None): _active,
-    ("name", "givenname"): _insensitive_column("first_name"),
-    ("name", "familyname"): _insensitive_column("last_name"),
-    ("meta", "created"): _datetime_column("created_at"),
-    ("meta", "lastmodified"): _datetime_column("updated_at"),
-}
-GROUP_ATTRIBUTES: dict[tuple[str, str | None], Compiler] = {
-    ("displayname", None): _key_column("display_name_key"),
-    ("externalid", None): _exact_column("external_id"),
-    ("id", None): _id,
-    ("meta", "created"): _datetime_column("created_at"),
-    ("meta", "lastmodified"): _datetime_column("updated_at"),
-}
-USER_FILTERABLE = "userName, externalId, id, active, name.givenName, name.familyName, emails, emails.value, "
-USER_FILTERABLE += 'emails[type eq "…"], meta.created, meta.lastModified'
-GROUP_FILTERABLE = "displayName, externalId, id, members.value, meta.created, meta.lastModified"
+
+# --- memberships: a user's groups, a group's members ----------------------------------------------------
+
+
+def _membership_value(node: Compare, field: str, *, ref: bool) -> Q:
+    """`groups.value` / `members.value` (or `$ref`, read by its last segment) compared on a membership."""
+    if node.op not in ("eq", "ne"):
+        raise invalid_filter(f"{node.path.text} supports eq, ne and pr.")
+    text = _string(node)
+    try:
+        pk = uuid.UUID(text.rstrip("/").rpartition("/")[2] if ref else text)
+    except ValueError:
+        return NEVER if node.op == "eq" else ALWAYS
+    return Q(**{field: pk}) if node.op == "eq" else ~Q(**{field: pk})
+
+
+def _membership_compare(node: Compare, sub: str, *, users: bool) -> Q:
+    """A condition on one membership row (a user's group, or a group's member) for a sub-attribute."""
+    if node.op == "pr":
+        return ALWAYS
+    if node.value is None and node.op in ("eq", "ne"):
+        return NEVER if node.op == "eq" else ALWAYS
+    other = "group_id" if users else "user_id"
+    if sub in ("value", "$ref"):
+        return _membership_value(node, other, ref=sub == "$ref")
+    if sub == "type":
+        # Every membership is "direct" (a user's groups) or of a "User" (a group's members).
+        return _resource_type("direct" if users else "User")(node)
+    # groups.display: the group's displayName, compared on its comparison form.
+    return _text_column("group__display_name_key", fold=True, nullable=False)(node)
+
+
+def _memberships(q: Q, *, users: bool) -> Q:
+    owner = "user" if users else "group"
+    return Q(Exists(GroupMembership.objects.filter(**{owner: OuterRef("pk")}).filter(q)))
+
+
+# --- the compiler --------------------------------------------------------------------------------------
 
 
 class _Compiler:
-    def __init__(self, resource_type: str) -> None:
+    def __init__(self, resource_type: str, documents: Documents) -> None:
+        self.resource_type = resource_type
         self.is_user = resource_type == "users"
-        self.table = USER_ATTRIBUTES if self.is_user else GROUP_ATTRIBUTES
+        self.documents = documents
 
     def compile(self, node: Node) -> Q:
         if isinstance(node, And):
@@ -276,40 +253,115 @@ class _Compiler:
         if isinstance(node, Not):
             return ~self.compile(node.inner)
         if isinstance(node, ElementFilter):
-            self._check_schema(node.path)
-            if self.is_user and node.path.attr == "emails":
-                return _emails_element(node)
-            if not self.is_user and node.path.attr == "members":
-                return _members_element(node)
-            raise self._unsupported(node.path)
+            return self._element(node)
+        attribute = resolve(node.path, resource_type=self.resource_type, refuse=invalid_filter)
+        if attribute.kind == "column":
+            return COLUMNS[self.resource_type][attribute.column](node)
+        if attribute.kind in ("groups", "members"):
+            users = attribute.kind == "groups"
+            if node.op == "ne":
+                return ~_memberships(_membership_compare(_eq(node), attribute.sub or "value", users=users), users=users)
+            if node.op == "eq" and node.value is None:
+                return ~_memberships(ALWAYS, users=users)
+            return _memberships(_membership_compare(node, attribute.sub or "value", users=users), users=users)
+        return self._document(node, attribute)
+
+    def _document(self, node: Compare, attribute: Attribute) -> Q:
+        test = document_test(node, attribute.steps, attribute.type, attribute.case_exact, attribute.complex)
+        return _q(self.documents, test)
+
+    def _element(self, node: ElementFilter) -> Q:
         path = node.path
-        self._check_schema(path)
-        if path.attr == "password":
-            raise ScimError(403, "Filtering on password is not allowed.", scim_type="sensitive")
-        if self.is_user and path.attr == "emails":
-            return _emails_compare(node)
-        if not self.is_user and path.attr == "members":
-            return _members_compare(node)
-        compiler = self.table.get((path.attr, path.sub))
-        if compiler is None:
-            raise self._unsupported(path)
-        return compiler(node)
+        if path.schema is None and path.sub is None:
+            if self.is_user and path.attr == "groups":
+                return _memberships(self._membership_inner(node.inner, users=True), users=True)
+            if not self.is_user and path.attr == "members":
+                return _memberships(self._membership_inner(node.inner, users=False), users=False)
+            if path.attr == "password":
+                resolve(path, resource_type=self.resource_type, refuse=invalid_filter)  # 403 sensitive
+        steps, info = element_info(path, resource_type=self.resource_type, refuse=invalid_filter)
+        return _q(self.documents, DocElement(steps, self._element_inner(node.inner, info, path)))
 
-    def _check_schema(self, path: AttrPath) -> None:
-        if path.schema is not None and not (self.is_user and path.schema == ENTERPRISE_SCHEMA.lower()):
-            raise self._unsupported(path)
-        if path.schema is not None:
-            # No enterprise attribute has a filter column yet; say so rather than scan raw JSON.
-            raise self._unsupported(path)
+    def _membership_inner(self, inner: Node, *, users: bool) -> Q:
+        if isinstance(inner, And):
+            return self._membership_inner(inner.left, users=users) & self._membership_inner(inner.right, users=users)
+        if isinstance(inner, Or):
+            return self._membership_inner(inner.left, users=users) | self._membership_inner(inner.right, users=users)
+        if isinstance(inner, Not):
+            return ~self._membership_inner(inner.inner, users=users)
+        if isinstance(inner, ElementFilter) or inner.path.schema is not None or inner.path.sub is not None:
+            raise invalid_filter("Nested value filters are not allowed (RFC 7644 §3.4.2.2).")
+        subs = ("value", "$ref", "display", "type") if users else ("value", "$ref", "type")
+        if inner.path.attr not in subs:
+            raise invalid_filter(f"{'groups' if users else 'members'} has no sub-attribute {inner.path.text!r}.")
+        if inner.op == "ne":
+            return ~_membership_compare(_eq(inner), inner.path.attr, users=users)
+        return _membership_compare(inner, inner.path.attr, users=users)
 
-    def _unsupported(self, path: AttrPath) -> ScimError:
-        supported = USER_FILTERABLE if self.is_user else GROUP_FILTERABLE
-        return invalid_filter(f"Filtering on {path.text!r} is not supported. Filterable: {supported}.")
+    def _element_inner(self, inner: Node, info: Info | None, outer: AttrPath) -> DocNode:
+        if isinstance(inner, And):
+            return DocAll(self._element_inner(inner.left, info, outer), self._element_inner(inner.right, info, outer))
+        if isinstance(inner, Or):
+            return DocAny(self._element_inner(inner.left, info, outer), self._element_inner(inner.right, info, outer))
+        if isinstance(inner, Not):
+            return DocNot(self._element_inner(inner.inner, info, outer))
+        if isinstance(inner, ElementFilter) or inner.path.schema is not None:
+            raise invalid_filter("Nested value filters are not allowed (RFC 7644 §3.4.2.2).")
+        if info is None:  # an extension Roster does not publish: any sub-path, values by their JSON type
+            steps = (inner.path.attr, *((inner.path.sub,) if inner.path.sub else ()))
+            return document_test(inner, steps, None, False, False)
+        sub = info.subs.get(inner.path.attr)
+        if sub is None or inner.path.sub is not None:
+            raise invalid_filter(f"{outer.text}[…]: {info.name} has no sub-attribute {inner.path.text!r}.")
+        return document_test(inner, (inner.path.attr,), sub.type, sub.case_exact, False)
 
 
-def filter_q(text: str, *, resource_type: str) -> Q:
+def _eq(node: Compare) -> Compare:
+    return Compare(node.path, "eq", node.value)
+
+
+def _q(documents: Documents, node: DocNode) -> Q:
+    """A document test as a Q; a negation stays outside the SQL so that Django can combine it."""
+    if isinstance(node, DocNot):
+        return ~_q(documents, node.inner)
+    return Q(documents.condition(node))
+
+
+def document_test(node: Compare, steps: tuple[str, ...], kind: str | None, case_exact: bool, complex_: bool) -> DocNode:
+    """A comparison on a document attribute of SCIM type `kind` (None: unknown, compared by JSON type)."""
+    op, value = node.op, node.value
+    if op == "pr":
+        return DocTest(steps, "pr")
+    if value is None:
+        if op not in ("eq", "ne"):
+            raise invalid_filter(f"{node.path.text} {op} null is not a comparison; use pr or eq null.")
+        present = DocTest(steps, "pr")
+        return DocNot(present) if op == "eq" else present
+    if op == "ne":
+        return DocNot(document_test(Compare(node.path, "eq", value), steps, kind, case_exact, complex_))
+    if complex_:
+        raise invalid_filter(f"{node.path.text} is complex: filter on one of its sub-attributes (or use pr).")
+    if kind == "boolean":
+        return DocTest(steps, "eq", _boolean(node))
+    if isinstance(value, bool) and op not in ("eq",):
+        raise invalid_filter(f"{node.path.text} {op} cannot compare a boolean (RFC 7644 §3.4.2.2).")
+    if kind in STRING_TYPES:
+        value = _string(node)
+        if kind == "binary" and op != "eq":
+            raise invalid_filter(f"{node.path.text} is binary: only eq, ne and pr apply.")
+    if op in ("co", "sw", "ew") and not isinstance(value, str):
+        raise invalid_filter(f"{node.path.text} {op} needs a quoted string value.")
+    if isinstance(value, str):
+        if not case_exact:
+            value = comparison_key(value)
+        if value == "" and op in ("co", "sw", "ew"):
+            return DocTest(steps, "str")  # every string contains, starts and ends with ""
+    return DocTest(steps, op, value)
+
+
+def filter_q(text: str, *, resource_type: str, documents: Documents) -> Q:
     """Parse `text` and compile it for 'users' or 'groups'; raises ScimError (400 invalidFilter, 403 sensitive)."""
-    return _Compiler(resource_type).compile(parse_filter(text))
+    return _Compiler(resource_type, documents).compile(parse_filter(text))
 
 
 @dataclass(frozen=True)
@@ -318,6 +370,9 @@ class Equality:
 
     column: str
     value: str
+
+    def q(self) -> Q:
+        return Q(**{self.column: self.value})
 
 
 # What identity providers send before every push (Okta: userName eq, Entra: userName/externalId eq,
@@ -330,7 +385,7 @@ _EQUALITY_COLUMNS: dict[tuple[bool, str], tuple[str, Callable[[str], str]]] = {
 }
 
 
-def filter_plan(text: str, *, resource_type: str) -> Q | Equality:
+def filter_plan(text: str, *, resource_type: str, documents: Documents) -> Q | Equality:
     """Like `filter_q`, but a filter that is a single `eq` on userName, externalId or displayName
     comes back as an `Equality`, which the selectors answer with a fixed SQL statement instead of
     compiling a QuerySet (bench/README.md: the lookup every push starts with)."""
@@ -345,4 +400,4 @@ def filter_plan(text: str, *, resource_type: str) -> Q | Equality:
         column = _EQUALITY_COLUMNS.get((resource_type == "users", node.path.attr))
         if column is not None:
             return Equality(column[0], column[1](node.value))
-    return _Compiler(resource_type).compile(node)
+    return _Compiler(resource_type, documents).compile(node)

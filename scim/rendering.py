@@ -15,6 +15,7 @@ from core.timefmt import iso_utc
 from directories.models import DirectoryGroup, DirectoryUser
 from scim.protocol.errors import invalid_value
 from scim.protocol.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA, AttrPath, split_attr_path
+from scim.protocol.versions import version_of
 
 ALWAYS_RETURNED = ("schemas", "id")
 KNOWN_EXTENSIONS = {ENTERPRISE_SCHEMA.lower(): ENTERPRISE_SCHEMA}
@@ -33,17 +34,25 @@ def group_location(directory_id: Any, group_id: Any) -> str:
 
 
 def user_resource(user: DirectoryUser) -> dict[str, Any]:
+    """`groups` comes from `user.member_of` when it was read (scim.dispatch reads it when wanted)."""
     raw = user.raw
     uid = str(user.id)  # once: a list page renders a hundred of these
     resource: dict[str, Any] = {"schemas": raw.get("schemas") or [USER_SCHEMA], "id": uid}
     for key, value in raw.items():
         if key not in resource:
             resource[key] = value
+    if user.member_of:
+        # RFC 7643 §4.1.2: read-only, from the memberships; an empty list is the same as none (§2.5).
+        resource["groups"] = [
+            {"value": str(gid), "display": name, "$ref": group_location(user.directory_id, gid), "type": "direct"}
+            for gid, name in user.member_of
+        ]
     resource["meta"] = {
         "resourceType": "User",
         "created": iso_utc(user.created_at),
         "lastModified": iso_utc(user.updated_at),
         "location": user_location(user.directory_id, uid),
+        "version": version_of(user.updated_at),
     }
     return resource
 
@@ -67,6 +76,7 @@ def group_resource(group: DirectoryGroup, members: list[dict[str, Any]] | None) 
         "created": iso_utc(group.created_at),
         "lastModified": iso_utc(group.updated_at),
         "location": group_location(group.directory_id, group.id),
+        "version": version_of(group.updated_at),
     }
     return resource
 

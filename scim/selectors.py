@@ -19,6 +19,8 @@ _users = RowReader(DirectoryUser)
 _groups = RowReader(DirectoryGroup)
 # What a SCIM user resource is made of (scim.rendering.user_resource); list pages read only these.
 user_docs = RowReader(DirectoryUser, fields=("id", "directory_id", "raw", "created_at", "updated_at"))
+# What a SCIM group resource is made of (scim.rendering.group_resource; members come from memberships).
+_GROUP_DOCS = ("id", "directory_id", "display_name", "raw", "created_at", "updated_at")
 _BY_ID = '{table}."directory_id" = %s AND {table}."id" = %s'
 
 
@@ -64,12 +66,22 @@ GroupWithUsers = tuple[DirectoryGroup | None, dict[uuid.UUID, DirectoryUser]]
 class FirstRead:
     """A read by keys taken straight from the request's URL, which comes with the directory lookup of the
     authentication (scim.storage: one round trip for both on PostgreSQL; its rows are used only once
-    the secret has been checked). `kind` is "user" (by id) or "users" (an unfiltered page)."""
+    the secret has been checked). `kind` is "user" (by id) or "users" (an unfiltered page); `groups`:
+    the users' groups are wanted too."""
 
-    __slots__ = ("count", "kind", "page", "rows", "start_index", "user_id")
+    __slots__ = ("count", "groups", "kind", "page", "rows", "start_index", "user_id")
 
-    def __init__(self, kind: str, *, user_id: uuid.UUID | None = None, start_index: int = 1, count: int = 0) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        user_id: uuid.UUID | None = None,
+        start_index: int = 1,
+        count: int = 0,
+        groups: bool = False,
+    ) -> None:
         self.kind, self.user_id, self.start_index, self.count = kind, user_id, start_index, count
+        self.groups = groups
         self.rows: list[Any] | None = None  # "user": set by the store when it read them with the directory
         self.page: UsersPage | None = None  # "users": likewise
 
@@ -79,11 +91,22 @@ class FirstRead:
         return self.kind == kind and all(getattr(self, k) == v for k, v in values.items())
 
 
-def _page(qs: Any, *, start_index: int, count: int) -> tuple[int, list[Any]]:
+def _page(
+    qs: Any,
+    *,
+    start_index: int,
+    count: int,
+    order: list[Any] | None = None,
+    fields: tuple[str, ...] | None = None,
+    total: int | None = None,
+) -> tuple[int, list[Any]]:
+    """A page of `qs` with its total (`total` when the caller knows it); `fields`: only those are read."""
     if count == 0:
-        return qs.count(), []
+        return qs.count() if total is None else total, []
     # Deferred join: the OFFSET walks an index of ids only, the full rows are read for this page only.
-    rows = page_rows(qs, offset=start_index - 1, limit=count)
+    rows = page_rows(qs, offset=start_index - 1, limit=count, fields=fields, **({"order": order} if order else {}))
+    if total is not None:
+        return total, rows
     if start_index == 1 and len(rows) < count:
         return len(rows), rows  # the whole result fits in this page: no COUNT query needed
     return qs.count(), rows
@@ -124,25 +147,41 @@ def _page_fixed(
 
 
 def scim_users_page(
-    *, directory: Directory, condition: Q | Equality | None, start_index: int, count: int
+    *,
+    directory: Directory,
+    condition: Q | Equality | None,
+    start_index: int,
+    count: int,
+    order: list[Any] | None = None,
+    reader: RowReader[DirectoryUser] = user_docs,
+    total: int | None = None,
 ) -> tuple[int, list[DirectoryUser]]:
-    """The portable page of users (scim.storage.postgres reads unfiltered pages its own way)."""
-    if condition is None or isinstance(condition, Equality):
-        return _page_fixed(user_docs, directory=directory, equality=condition, start_index=start_index, count=count)
+    """The portable page of users (scim.storage.postgres reads unfiltered pages its own way), in
+    (created, id) order or in `order` (scim.sort_query). `reader`: reads the unfiltered page and the
+    page of one equality (a store's reader may bring the users' groups along); `total`: the number of
+    matching users when the caller knows it (no COUNT). Only what a SCIM resource is made of is read."""
+    if not order and (condition is None or isinstance(condition, Equality)):
+        return _page_fixed(reader, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_users(directory=directory)
-    qs = qs.filter(condition)
-    return _page(qs, start_index=start_index, count=count)
+    if condition is not None:
+        qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)
+    return _page(qs, start_index=start_index, count=count, order=order, fields=user_docs.fields, total=total)
 
 
 def scim_groups_page(
-    *, directory: Directory, condition: Q | Equality | None, start_index: int, count: int
+    *,
+    directory: Directory,
+    condition: Q | Equality | None,
+    start_index: int,
+    count: int,
+    order: list[Any] | None = None,
 ) -> tuple[int, list[DirectoryGroup]]:
-    if isinstance(condition, Equality):
+    if not order and isinstance(condition, Equality):
         return _page_fixed(_groups, directory=directory, equality=condition, start_index=start_index, count=count)
     qs = directory_groups(directory=directory)
     if condition is not None:
-        qs = qs.filter(condition)
-    return _page(qs, start_index=start_index, count=count)
+        qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)
+    return _page(qs, start_index=start_index, count=count, order=order, fields=_GROUP_DOCS)
 
 
 def scim_group_members(*, directory: Directory, group_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[dict[str, Any]]]:

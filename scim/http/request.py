@@ -28,6 +28,9 @@ class ScimRequest:
     query: Any = field(repr=False)
     body: Any = field(repr=False)
     secret: Any = field(repr=False)
+    # The If-Match / If-None-Match headers as sent (RFC 7644 §3.14), None when absent.
+    if_match: Any = None
+    if_none_match: Any = None
 
     @classmethod
     def build(
@@ -40,6 +43,8 @@ class ScimRequest:
         query: Any,
         body: Any,
         secret: Any,
+        if_match: Any = None,
+        if_none_match: Any = None,
     ) -> ScimRequest:
         """The request with its method, resource type, id and query in the processor's form: a missing
         method is GET, names are case-insensitive, an empty id or query is none."""
@@ -51,4 +56,6 @@ class ScimRequest:
             query=query or {},
             body=body,
             secret=secret,
+            if_match=if_match,
+            if_none_match=if_none_match,
         )

@@ -65,6 +65,8 @@ def scim_answer(
         result = process(request)
         status, data = result["status"], result["data"]
         body = b"" if data is None else encode(data)
+        if result.get("version"):
+            extra.append(("ETag", result["version"]))  # RFC 7644 §3.14: the same as meta.version
     except ScimError as exc:
         status, body = exc.status, orjson.dumps(exc.body())
     except (SuspiciousOperation, BadRequest) as exc:
@@ -156,6 +158,8 @@ def http_request(
         query=query,
         body=body if wants_body else None,
         secret=bearer(environ.get("HTTP_AUTHORIZATION", "")),
+        if_match=environ.get("HTTP_IF_MATCH"),
+        if_none_match=environ.get("HTTP_IF_NONE_MATCH"),
     )
 
 

@@ -1,9 +1,10 @@
 """Discovery documents (RFC 7643 §5–§7, RFC 7644 §4) and the attribute knowledge PATCH relies on.
 
-Everything here states what Roster really does: PATCH yes; bulk, sort, etag and changePassword no;
-filter yes with `maxResults`; bearer-token auth. The User schema lists the RFC 7643 §4.1 attributes
-Roster stores and returns (every one of them is kept in `raw`), without `groups`, which Roster does not
-compute on User resources, and with `password` as writeOnly/returned never.
+Everything here states what Roster really does: PATCH, filter (with `maxResults`), sort and etag yes;
+bulk and changePassword no; bearer-token auth. The User schema lists the RFC 7643 §4.1 attributes
+Roster stores and returns (every one of them is kept in `raw`), `groups` as the read-only attribute
+computed from memberships, and `password` as writeOnly/returned never. Every attribute listed is
+filterable and sortable (password aside), with the `caseExact` stated here (scim/protocol/attributes.py).
 """
 
 from __future__ import annotations
@@ -116,9 +117,33 @@ USER_ATTRIBUTES: list[dict[str, Any]] = [
             _a("primary", "boolean"),
         ],
     ),
+    _a(
+        "groups",
+        "complex",
+        multi=True,
+        mutability="readOnly",
+        sub=[
+            _a("value", mutability="readOnly"),
+            _a("$ref", "reference", mutability="readOnly", refs=["Group"]),
+            _a("display", mutability="readOnly"),
+            _a("type", mutability="readOnly", canonical=["direct", "indirect"]),
+        ],
+        description="The groups the user is a member of (read-only, computed from memberships; always direct).",
+    ),
     _multi("entitlements"),
     _multi("roles"),
-    _multi("x509Certificates", value_type="binary"),
+    _a(
+        "x509Certificates",
+        "complex",
+        multi=True,
+        sub=[
+            # RFC 7643 §8.7.1: a certificate's value is compared exactly.
+            _a("value", "binary", case_exact=True),
+            _a("display", "string"),
+            _a("type", "string"),
+            _a("primary", "boolean"),
+        ],
+    ),
 ]
 
 ENTERPRISE_ATTRIBUTES: list[dict[str, Any]] = [
@@ -197,8 +222,8 @@ def service_provider_config(directory_id: str) -> dict[str, Any]:
         "bulk": {"supported": False, "maxOperations": 0, "maxPayloadSize": 0},
         "filter": {"supported": True, "maxResults": settings.SCIM_MAX_RESULTS},
         "changePassword": {"supported": False},
-        "sort": {"supported": False},
-        "etag": {"supported": False},
+        "sort": {"supported": True},
+        "etag": {"supported": True},
         "authenticationSchemes": [
             {
                 "type": "oauthbearertoken",
@@ -238,12 +263,19 @@ def resource_types(directory_id: str) -> list[dict[str, Any]]:
     ]
 
 
+# What /Schemas says about filters, since RFC 7643 has no per-attribute "filterable" flag.
+_FILTERABLE = (
+    "Every attribute is filterable and sortable (password excepted), comparing strings as caseExact says; "
+    "attributes of any other extension schema the identity provider sends are filterable as received."
+)
+
+
 @lru_cache(maxsize=1)
 def _schema_bodies() -> tuple[tuple[str, str, str, list[dict[str, Any]]], ...]:
     return (
-        (USER_SCHEMA, "User", "User account", USER_ATTRIBUTES),
-        (ENTERPRISE_SCHEMA, "EnterpriseUser", "Enterprise user extension", ENTERPRISE_ATTRIBUTES),
-        (GROUP_SCHEMA, "Group", "Group", GROUP_ATTRIBUTES),
+        (USER_SCHEMA, "User", f"User account. {_FILTERABLE}", USER_ATTRIBUTES),
+        (ENTERPRISE_SCHEMA, "EnterpriseUser", f"Enterprise user extension. {_FILTERABLE}", ENTERPRISE_ATTRIBUTES),
+        (GROUP_SCHEMA, "Group", f"Group. {_FILTERABLE}", GROUP_ATTRIBUTES),
     )
 
 

@@ -1,9 +1,8 @@
 """`POST …/.search` (RFC 7644 §3.4.3): a SearchRequest body turned into the query a GET list takes.
 
 Identity providers and tools use it when a filter is too long for a URL. The body's members are the
-GET list's query parameters; their names are case-insensitive like every SCIM attribute name.
-Roster does not sort yet, so `sortBy`/`sortOrder` are refused with a 400 that says so rather than
-ignored (an ignored sort would silently page in another order than the client asked for).
+GET list's query parameters (`sortBy` and `sortOrder` included); their names are case-insensitive like
+every SCIM attribute name.
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ _PARAMETERS = {
     "count": "count",
     "attributes": "attributes",
     "excludedattributes": "excludedAttributes",
+    "sortby": "sortBy",
+    "sortorder": "sortOrder",
 }
 
 
@@ -32,9 +33,6 @@ def search_query(body: Any) -> dict[str, Any]:
         if lowered == "schemas":
             if not isinstance(value, list) or SEARCH_SCHEMA not in value:
                 raise invalid_syntax(f"schemas must contain {SEARCH_SCHEMA}.")
-        elif lowered in ("sortby", "sortorder"):
-            if value is not None:
-                raise invalid_value("Sorting is not supported (sort.supported is false); omit sortBy and sortOrder.")
         elif lowered in _PARAMETERS:
             name = _PARAMETERS[lowered]
             if value is None:
@@ -44,8 +42,8 @@ def search_query(body: Any) -> dict[str, Any]:
                     value = [value]
                 if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
                     raise invalid_value(f"{name} must be an array of attribute names.")
-            elif name == "filter" and not isinstance(value, str):
-                raise invalid_value("filter must be a string.")
+            elif name in ("filter", "sortBy", "sortOrder") and not isinstance(value, str):
+                raise invalid_value(f"{name} must be a string.")
             elif name in ("startIndex", "count") and (isinstance(value, bool) or not isinstance(value, int)):
                 raise invalid_value(f"{name} must be an integer.")
             query[name] = value

@@ -18,6 +18,7 @@ from scim.protocol.documents import (
     require_object,
 )
 from scim.protocol.errors import ScimError, uniqueness
+from scim.protocol.versions import Precondition
 from scim.storage.portable import CHUNK, Events, GroupChange
 
 
@@ -66,7 +67,9 @@ def members_added(operations: list[tuple[str, Any, Any, bool]]) -> list[uuid.UUI
     return user_ids if 0 < len(user_ids) <= CHUNK else None
 
 
-def scim_group_replace(*, directory: Directory, group_id: Any, body: Any) -> tuple[DirectoryGroup, Events]:
+def scim_group_replace(
+    *, directory: Directory, group_id: Any, body: Any, if_match: Precondition | None = None
+) -> tuple[DirectoryGroup, Events]:
     body = require_object(body)
 
     def build(group: DirectoryGroup) -> tuple[dict[str, Any], MemberPlan]:
@@ -78,12 +81,16 @@ def scim_group_replace(*, directory: Directory, group_id: Any, body: Any) -> tup
         return body, plan
 
     try:
-        return storage.current().group_update(directory=directory, group_id=group_id, change=_change(build))
+        return storage.current().group_update(
+            directory=directory, group_id=group_id, change=_change(build), if_match=if_match
+        )
     except IntegrityError:
         raise uniqueness("A group with this displayName") from None
 
 
-def scim_group_patch(*, directory: Directory, group_id: Any, body: Any) -> tuple[DirectoryGroup, Events]:
+def scim_group_patch(
+    *, directory: Directory, group_id: Any, body: Any, if_match: Precondition | None = None
+) -> tuple[DirectoryGroup, Events]:
     operations = patch_operations(body)
 
     def build(group: DirectoryGroup) -> tuple[dict[str, Any], MemberPlan]:
@@ -92,14 +99,15 @@ def scim_group_patch(*, directory: Directory, group_id: Any, body: Any) -> tuple
     store = storage.current()
     # A PATCH that only adds members names its users before the group is read: a store can read the
     # group and those users together.
-    user_ids = members_added(operations)
+    # (With If-Match, the locked path: the version is checked under the group's lock.)
+    user_ids = members_added(operations) if if_match is None else None
     try:
         if user_ids is not None:
             return store.members_add(directory=directory, group_id=group_id, user_ids=user_ids, change=_change(build))
-        return store.group_update(directory=directory, group_id=group_id, change=_change(build))
+        return store.group_update(directory=directory, group_id=group_id, change=_change(build), if_match=if_match)
     except IntegrityError:
         raise uniqueness("A group with this displayName") from None
 
 
-def scim_group_delete(*, directory: Directory, group_id: Any) -> Events:
-    return storage.current().group_delete(directory=directory, group_id=group_id)
+def scim_group_delete(*, directory: Directory, group_id: Any, if_match: Precondition | None = None) -> Events:
+    return storage.current().group_delete(directory=directory, group_id=group_id, if_match=if_match)

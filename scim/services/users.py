@@ -11,6 +11,7 @@ from directories.models import Directory, DirectoryUser
 from scim import storage
 from scim.protocol.documents import patch_operations, require_object, user_finalize, user_patch
 from scim.protocol.errors import uniqueness
+from scim.protocol.versions import Precondition
 from scim.storage.portable import Events
 
 
@@ -38,20 +39,35 @@ def _user_apply(user: DirectoryUser, build: Any) -> list[str] | None:
 
 
 def _user_write(
-    *, directory: Directory, user_id: Any, build: Any, known: list[DirectoryUser] | None
+    *,
+    directory: Directory,
+    user_id: Any,
+    build: Any,
+    known: list[DirectoryUser] | None,
+    if_match: Precondition | None,
 ) -> tuple[DirectoryUser, Events]:
     """Write the user's new document `build(user)` if it changed. `known`: the user as read with the
-    authentication (scim.dispatch; [] when there is no such user), None when it was not read."""
+    authentication (scim.dispatch; [] when there is no such user), None when it was not read.
+    `if_match`: the request's If-Match, checked against the row the write changes (412)."""
     try:
         return storage.current().user_update(
-            directory=directory, user_id=user_id, change=lambda user: _user_apply(user, build), known=known
+            directory=directory,
+            user_id=user_id,
+            change=lambda user: _user_apply(user, build),
+            known=known,
+            if_match=if_match,
         )
     except IntegrityError:
         raise uniqueness("A user with this userName") from None
 
 
 def scim_user_replace(
-    *, directory: Directory, user_id: Any, body: Any, known: list[DirectoryUser] | None = None
+    *,
+    directory: Directory,
+    user_id: Any,
+    body: Any,
+    known: list[DirectoryUser] | None = None,
+    if_match: Precondition | None = None,
 ) -> tuple[DirectoryUser, Events]:
     body = require_object(body)
 
@@ -61,19 +77,30 @@ def scim_user_replace(
             doc["active"] = user.active  # decision: PUT without `active` keeps it (interop O10)
         return doc
 
-    return _user_write(directory=directory, user_id=user_id, build=build, known=known)
+    return _user_write(directory=directory, user_id=user_id, build=build, known=known, if_match=if_match)
 
 
 def scim_user_patch(
-    *, directory: Directory, user_id: Any, body: Any, known: list[DirectoryUser] | None = None
+    *,
+    directory: Directory,
+    user_id: Any,
+    body: Any,
+    known: list[DirectoryUser] | None = None,
+    if_match: Precondition | None = None,
 ) -> tuple[DirectoryUser, Events]:
     operations = patch_operations(body)
 
     def build(user: DirectoryUser) -> dict[str, Any]:
         return user_patch(user.raw, operations)
 
-    return _user_write(directory=directory, user_id=user_id, build=build, known=known)
+    return _user_write(directory=directory, user_id=user_id, build=build, known=known, if_match=if_match)
 
 
-def scim_user_delete(*, directory: Directory, user_id: Any, known: list[DirectoryUser] | None = None) -> Events:
-    return storage.current().user_delete(directory=directory, user_id=user_id, known=known)
+def scim_user_delete(
+    *,
+    directory: Directory,
+    user_id: Any,
+    known: list[DirectoryUser] | None = None,
+    if_match: Precondition | None = None,
+) -> Events:
+    return storage.current().user_delete(directory=directory, user_id=user_id, known=known, if_match=if_match)

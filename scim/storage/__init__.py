@@ -9,7 +9,9 @@ one place that picks its implementation for the running request (`current`).
 - `postgres.PostgresStatements`: PostgreSQL outside any transaction (every HTTP request): the hot
   writes as one statement each, redone on the locked path when the row changed since it was read.
 
-All PostgreSQL-only SQL of the SCIM path lives in `postgres.py`.
+Each store also carries `documents`, the SQL of filters and sorts on the comparison document for its
+database (`portable.DocumentSql`, SQLite's JSON1; `postgres.PostgresDocumentSql`, jsonb). All
+PostgreSQL-only SQL of the SCIM path lives in `postgres.py`.
 """
 
 from __future__ import annotations

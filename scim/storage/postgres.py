@@ -26,27 +26,62 @@ execution would. A None costs one wasted statement, only under contention on the
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from typing import Any
 
+import orjson
 from django.db import IntegrityError, connection
+from django.db.models import Expression
+from django.db.models.functions import Collate
 from django.utils import timezone
 
-from core.rows import RowReader, RowWriter, statement_run
+from core.rows import Extra, RowReader, RowWriter, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from directories.pages import UsersPage, directory_users_page
+from directories.pages import UsersPage, directory_users_page, directory_users_total
 from directories.rendering import group_data, user_data
+from directories.selectors import user_groups_attach
+from scim.filter_query import DocAll, DocElement, DocNode, DocTest
 from scim.protocol.documents import MemberPlan
 from scim.protocol.errors import not_found
-from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, user_docs
-from scim.storage.portable import CHUNK, Events, GroupChange, Store, UserChange, member_events, require_users
+from scim.protocol.versions import Precondition
+from scim.selectors import FirstRead, scim_group_with_users, scim_user_get, scim_users_page, user_docs
+from scim.storage.portable import (
+    CHUNK,
+    DocumentCondition,
+    DocumentKey,
+    DocumentSql,
+    Events,
+    GroupChange,
+    Store,
+    UserChange,
+    member_events,
+    require_users,
+    user_event,
+)
 from webhooks.models import WebhookEvent
 from webhooks.services import PreparedEvents, events_prepare
 
 _users = RowWriter(DirectoryUser)
 _events = RowWriter(WebhookEvent)
 _directories = RowReader(Directory)
+
+
+def _member_of(value: Any) -> list[tuple[uuid.UUID, str]]:
+    return [(uuid.UUID(group_id), name) for group_id, name in orjson.loads(value)]
+
+
+# A user's groups read in the same statement as the user: SCIM's `groups` and the roles of its events.
+MEMBER_OF = Extra(
+    "member_of",
+    '(SELECT CAST(COALESCE(json_agg(json_build_array(g."id", g."display_name") ORDER BY m."id"), \'[]\') AS text)'
+    f' FROM "{GroupMembership._meta.db_table}" m JOIN "{DirectoryGroup._meta.db_table}" g ON g."id" = m."group_id"'
+    ' WHERE m."user_id" = {table}."id")',
+    _member_of,
+)
 _user_rows = RowReader(DirectoryUser)
+_user_rows_groups = RowReader(DirectoryUser, extras=(MEMBER_OF,))
+user_docs_groups = RowReader(DirectoryUser, fields=user_docs.fields, extras=(MEMBER_OF,))
 
 
 @functools.cache
@@ -70,7 +105,8 @@ def _with_events(
 def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Events:
     """INSERT the user and its `user.created` event. A duplicate userName raises IntegrityError."""
     insert, params = _users.insert_sql(user)  # sets created_at / updated_at on `user` first
-    prepared = events_prepare(directory=directory, events=[("user.created", user_data(user))])
+    user.member_of = []  # a new user is in no group yet
+    prepared = events_prepare(directory=directory, events=[("user.created", user_event(directory, user))])
     sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="TRUE")
     statement_run(sql, params)
     return prepared.written()
@@ -83,7 +119,7 @@ def user_update_statement(
     row still has the `updated_at` it was read with (`read_at`). None when it has not."""
     update, params = _users.update_sql(user, names, where=f"{_q('updated_at')} = %s")  # bumps updated_at
     params.append(read_at)
-    prepared = events_prepare(directory=directory, events=[("user.updated", user_data(user))])
+    prepared = events_prepare(directory=directory, events=[("user.updated", user_event(directory, user))])
     sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
     if not statement_run(sql, params):
         return None
@@ -102,7 +138,7 @@ def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Event
     # The memberships go in the same statement; one committed after this statement's snapshot would
     # survive it and fail the foreign key at commit, hence the IntegrityError below.
     memberships = f", m AS (DELETE FROM {members} WHERE {_q('user_id')} IN (SELECT {_q('id')} FROM a))"
-    prepared = events_prepare(directory=directory, events=[("user.deleted", user_data(user))])
+    prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
     sql, params = _with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
     try:
         deleted = statement_run(sql, params)
@@ -126,9 +162,19 @@ def members_add_statement(
     raw_field = DirectoryGroup._meta.get_field("raw")
     now = timezone.now()
     gdata = group_data(group)
+    if directory.role_map:
+        # The events say the users' roles once added: their groups so far, and this one.
+        user_groups_attach(users=[users[user_id] for user_id in user_ids])
+        for user_id in user_ids:
+            joined = users[user_id].member_of or []
+            if all(group_id != group.id for group_id, _name in joined):
+                users[user_id].member_of = [*joined, (group.id, group.display_name)]
     prepared = events_prepare(
         directory=directory,
-        events=[("group.user_added", user_data(users[user_id]) | {"group": gdata}) for user_id in user_ids],
+        events=[
+            ("group.user_added", user_data(users[user_id], directory=directory) | {"group": gdata})
+            for user_id in user_ids
+        ],
     )
     marks = ", ".join(["(CAST(%s AS uuid))"] * len(user_ids))
     params: list[Any] = [
@@ -174,12 +220,12 @@ def _directory_with(pk: uuid.UUID, read: FirstRead) -> Directory | None:
     table = _directories.table()
     page = None
     if read.kind == "user":
-        reader = _user_rows
+        reader = _user_rows_groups if read.groups else _user_rows
         inner = reader.sql(f'{{table}}."directory_id" = {table}."id" AND {{table}}."id" = %s')
         params: list[Any] = [read.user_id]
         order = ""
     else:  # "users": an unfiltered page (directories.pages)
-        reader = user_docs
+        reader = user_docs_groups if read.groups else user_docs
         page = read.page = UsersPage.plan(pk, start_index=read.start_index, count=read.count)
         inner = page.sql(reader, directory=f'{table}."id"')
         params = page.params()
@@ -237,8 +283,108 @@ def _members_add_checked(
     return {row.id: row for row in rows}, [row.id for row in rows if row.member_added]
 
 
+# --- the comparison document (filter_doc) in PostgreSQL's jsonb functions ----------------------------------
+# The migration directories 0004 indexes `filter_doc jsonb_path_ops` (GIN) and the folded family name in
+# code-point order: the SQL below must keep using `@>` for equality and that exact sort expression.
+
+_SAFE_KEY = re.compile(r"[a-z0-9_$-]+")
+
+
+def _containment(node: DocNode) -> Any:
+    """The jsonb document `{doc} @>` must contain for `node` to hold, or None when `node` is not a pure
+    equality: a test `eq`, or a value filter whose conditions are all `eq` on one step each (the same
+    element then holds them all). Containment is what the GIN index answers."""
+    if isinstance(node, DocTest) and node.op == "eq":
+        return _nested(node.steps, [node.value])
+    if isinstance(node, DocElement):
+        element: dict[str, Any] = {}
+        stack = [node.inner]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, DocAll):
+                stack += [item.left, item.right]
+            elif isinstance(item, DocTest) and item.op == "eq" and len(item.steps) == 1:
+                if item.steps[0] in element:
+                    return None  # two values for one key: not one containment
+                element[item.steps[0]] = [item.value]
+            else:
+                return None
+        return _nested(node.steps, [element])
+    return None
+
+
+def _nested(steps: tuple[str, ...], values: list[Any]) -> dict[str, Any]:
+    """`{"a": [{"b": values}]}` for steps (a, b): the document shape of filterdoc."""
+    document: dict[str, Any] = {steps[-1]: values}
+    for step in reversed(steps[:-1]):
+        document = {step: [document]}
+    return document
+
+
+class PostgresDocumentSql(DocumentSql):
+    """The comparison document in jsonb: `@>` for equalities (GIN-indexed), else the same nested EXISTS
+    as SQLite's, over jsonb_array_elements."""
+
+    collation = "C"  # code-point order, whatever the database's collation: SQLite's and Python's order
+
+    def condition(self, node: DocNode) -> Expression:
+        contained = _containment(node)
+        if contained is not None:
+            return DocumentCondition("({doc} @> CAST(%s AS jsonb))", [orjson.dumps(contained).decode()])
+        return super().condition(node)
+
+    def sort_key(self, steps: tuple[str, ...], *, strings_only: bool) -> Expression:
+        if all(_SAFE_KEY.fullmatch(step) for step in steps):
+            # A literal path, so that the planner matches it with an expression index (user_sort_family_name).
+            path = "'{" + ",".join(f"{step},0" for step in steps) + "}'"
+            params: list[Any] = []
+        else:
+            path = "CAST(%s AS text[])"
+            params = ["{" + ",".join(f'"{_array_item(step)}",0' for step in steps) + "}"]
+        text = f'(({{doc}} #>> {path}) COLLATE "C")'
+        if strings_only:
+            return DocumentKey(f"(CASE WHEN jsonb_typeof({{doc}} #> {path}) = 'string' THEN {text} END)", params * 2)
+        return DocumentKey(text, params)
+
+    def text_order(self, expression: Any) -> Any:
+        return Collate(expression, "C")
+
+    def first(self, key: str, alias: str) -> tuple[str, list[Any]]:
+        return self._elements("{doc}", key, alias)
+
+    def step(self, parent: str, key: str, alias: str) -> tuple[str, list[Any]]:
+        return self._elements(f"{parent}.value", key, alias)
+
+    @staticmethod
+    def _elements(source: str, key: str, alias: str) -> tuple[str, list[Any]]:
+        # Every key of the document holds an array (filterdoc); the CASE keeps a stray scalar from failing.
+        member = f"({source} -> %s)"
+        return (
+            f"jsonb_array_elements(CASE WHEN jsonb_typeof({member}) = 'array' THEN {member} END) AS {alias}(value)",
+            [key, key],
+        )
+
+    IS_STRING = "jsonb_typeof({v}.value) = 'string'"
+    IS_NUMBER = "jsonb_typeof({v}.value) = 'number'"
+    IS_BOOLEAN = "{v}.value = '{b}'::jsonb"
+    TEXT = "({v}.value #>> '{{}}')"
+    NUMBER = "CAST({v}.value AS numeric)"
+    STRING_OPS = {
+        "co": ("strpos({t}, %s) > 0", 1),
+        "sw": ("starts_with({t}, %s)", 1),
+        "ew": ("right({t}, char_length(%s)) = %s", 2),
+    }
+    TEXT_ORDER = '({t} COLLATE "C")'
+
+
+def _array_item(step: str) -> str:
+    return step.replace("\\", "\\\\").replace('"', '\\"')
+
+
 class PostgresStore(Store):
     """The locked path with PostgreSQL's lock modes and joins (inside a caller's transaction)."""
+
+    documents = PostgresDocumentSql()
 
     def directory_with(self, *, directory_id: Any, read: FirstRead) -> Directory | None:
         try:
@@ -248,10 +394,45 @@ class PostgresStore(Store):
         return _directory_with(pk, read)
 
     def users_all_page(
-        self, *, directory: Directory, start_index: int, count: int, page: UsersPage | None
+        self, *, directory: Directory, start_index: int, count: int, page: UsersPage | None, groups: bool = False
     ) -> tuple[int, list[DirectoryUser]]:
+        reader = user_docs_groups if groups else user_docs
         return directory_users_page(
-            directory_id=directory.id, start_index=start_index, count=count, reader=user_docs, page=page
+            directory_id=directory.id, start_index=start_index, count=count, reader=reader, page=page
+        )
+
+    def users_reader(self, *, groups: bool) -> RowReader[DirectoryUser]:
+        return user_docs_groups if groups else user_docs
+
+    def users_page(
+        self,
+        *,
+        directory: Directory,
+        condition: Any,
+        start_index: int,
+        count: int,
+        page: UsersPage | None = None,
+        order: list[Any] | None = None,
+        groups: bool = False,
+    ) -> tuple[int, list[DirectoryUser]]:
+        if condition is None and order:
+            # A sorted list of every user: its total from the tally (a COUNT walks the whole directory).
+            return scim_users_page(
+                directory=directory,
+                condition=None,
+                start_index=start_index,
+                count=count,
+                order=order,
+                total=directory_users_total(directory_id=directory.id),
+            )
+        return super().users_page(
+            directory=directory,
+            condition=condition,
+            start_index=start_index,
+            count=count,
+            page=page,
+            order=order,
+            groups=groups,
         )
 
     def users_for_members(self, *, directory: Directory, user_ids: list[uuid.UUID]) -> dict[uuid.UUID, DirectoryUser]:
@@ -270,7 +451,7 @@ class PostgresStore(Store):
             # The common case (Okta adds one member per PATCH): check + insert in one statement.
             users, added = _members_add_checked(directory=directory, group=group, user_ids=plan.add)
             require_users(plan.add, users)
-            return member_events(group, users, [], plan.add, added)
+            return member_events(directory, group, users, [], plan.add, added)
         return super().members_apply(directory=directory, group=group, plan=plan)
 
 
@@ -294,8 +475,17 @@ class PostgresStatements(PostgresStore):
         return user
 
     def user_update(
-        self, *, directory: Directory, user_id: Any, change: UserChange, known: list[DirectoryUser] | None = None
+        self,
+        *,
+        directory: Directory,
+        user_id: Any,
+        change: UserChange,
+        known: list[DirectoryUser] | None = None,
+        if_match: Precondition | None = None,
     ) -> tuple[DirectoryUser, Events]:
+        if if_match is not None:
+            # A conditional write checks the version under the row's lock, in the same transaction.
+            return super().user_update(directory=directory, user_id=user_id, change=change, if_match=if_match)
         user = self._user_unlocked(directory=directory, user_id=user_id, known=known)
         read_at = user.updated_at
         names = change(user)
@@ -306,7 +496,16 @@ class PostgresStatements(PostgresStore):
             return user, events
         return super().user_update(directory=directory, user_id=user_id, change=change)
 
-    def user_delete(self, *, directory: Directory, user_id: Any, known: list[DirectoryUser] | None = None) -> Events:
+    def user_delete(
+        self,
+        *,
+        directory: Directory,
+        user_id: Any,
+        known: list[DirectoryUser] | None = None,
+        if_match: Precondition | None = None,
+    ) -> Events:
+        if if_match is not None:
+            return super().user_delete(directory=directory, user_id=user_id, if_match=if_match)
         user = self._user_unlocked(directory=directory, user_id=user_id, known=known)
         events = user_delete_statement(directory=directory, user=user)
         if events is not None:

@@ -10,6 +10,7 @@ from django.test import Client
 
 from adminauth.models import AdminToken, AdminUser, AuditEntry
 from core.comparison import comparison_key
+from core.timefmt import iso_utc
 from directories.models import Directory, DirectoryGroup, DirectoryUser
 from tests.adminauth.conftest import ROOT, AdminSession, login
 from webhooks.models import WebhookDelivery
@@ -261,8 +262,9 @@ def test_non_numeric_paging_is_400(admin_client: Client, directory_a, query: str
 def test_groups_are_scoped_to_the_directory(admin_client: Client, directory_a, directory_b) -> None:  # noqa: ANN001
     g = DirectoryGroup.objects.create(directory=directory_a, display_name="Eng", display_name_key="eng", raw={})
     DirectoryGroup.objects.create(directory=directory_b, display_name="Ops", display_name_key="ops", raw={})
+    stamp = iso_utc(g.created_at)
     assert _ok(admin_client.get(f"{BASE}/directories/{directory_a.id}/groups")) == [
-        {"id": str(g.id), "name": "Eng", "raw": {}}
+        {"id": str(g.id), "name": "Eng", "raw": {}, "created_at": stamp, "updated_at": iso_utc(g.updated_at)}
     ]
 
 

@@ -691,6 +691,7 @@ def all_routes(world: World) -> list[tuple[str, str]]:
             ("rest", f"{prefix}/{a}"),
             ("rest", f"{prefix}/users?tenant=acme&product=crm"),
             ("rest", f"{prefix}/users/{world.user_a}?tenant=acme&product=crm"),
+            ("rest", f"{prefix}/users/{world.user_a}/groups?tenant=acme&product=crm"),
             ("rest", f"{prefix}/groups?tenant=acme&product=crm"),
             ("rest", f"{prefix}/groups/{world.group_a}?tenant=acme&product=crm"),
             ("rest", f"{prefix}/{a}/events"),
@@ -901,7 +902,22 @@ def query_cases(world: World) -> Iterator[Case]:
         "pageSize": ["-1", "0", "x"],
         "before": ["x", "", "-1"],
         "after": ["x", "", "-1"],
-        "group": ["x", str(world.group_a), str(world.group_b), "%00"],
+        "group": ["x", str(world.group_a), str(world.group_b), "%00", str(world.group_a).replace("-", "")],
+        "active": ["yes", "", "TRUE", "true", "%00", "1"],
+        "email": ["", "%00", "a" * 600, "ANN@A.EXAMPLE", "%ED%A0%80", "%25"],
+        "updatedAfter": [
+            "x",
+            "",
+            "2024-01-01",
+            "2024-01-01T00:00:00",
+            "9999-99-99T99:99:99Z",
+            "2024-01-01T00:00:00+99:00",
+            "2024-01-01T00:00:00.1234567Z",
+            "%ED%A0%80",
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:59:59-23:59",
+        ],
+        "name": ["", "%00", "x" * 600, "ENG", " "],
         "status": ["x", "failed", "delivered", "%00"],
         "failed": ["x", "true", "false", "2", ""],
         "order": ["x", "asc", "desc"],
@@ -1019,6 +1035,8 @@ def filter_cases(world: World) -> Iterator[Case]:
         'meta.lastModified gt "not a date"',
         'meta.lastModified gt "9999-99-99T99:99:99Z"',
         'meta.created gt "2024-01-01T00:00:00+99:00"',
+        'meta.created gt "9999-12-31T23:59:59-23:59"',
+        'meta.lastModified lt "0001-01-01T00:00:00+23:59"',
         "active eq True",
         'active eq "true"',
         'id eq "not-a-uuid"',
@@ -1210,9 +1228,94 @@ def attributes_cases(world: World) -> Iterator[Case]:
         yield scim_case(
             world, "POST", "/Groups/.search", json.dumps({"schemas": [SEARCH_URN], "excludedAttributes": bad})
         )
-    for sort_by in ("userName", "nosuch", 'emails[type eq "work"]', "%00", ""):
+    sorts = ["userName", "nosuch", 'emails[type eq "work"]', "%00", "", "password", "name", "groups.display"]
+    sorts += [f"{ENTERPRISE_URN}:manager.value", "urn:x:y:z", "a" * 5000, "meta.version", "members.value", "emails"]
+    for sort_by in sorts:
         for order in ("ascending", "descending", "up", ""):
-            yield scim_case(world, "GET", "/Users", query=f"sortBy={sort_by}&sortOrder={order}")
+            for path in ("/Users", "/Groups"):
+                yield scim_case(world, "GET", path, query=f"sortBy={quote(sort_by, safe='%')}&sortOrder={order}")
+        yield scim_case(world, "POST", "/.search", json.dumps({"schemas": [SEARCH_URN], "sortBy": sort_by}))
+
+
+PRECONDITIONS = [
+    "",
+    " ",
+    "*",
+    "**",
+    "W/",
+    'W/"',
+    '"x"',
+    'W/"x"',
+    'W/"1", "2"',
+    '"a" "b"',
+    ",,,",
+    '"\x00"',
+    "\x7f",
+    '"' + "a" * 5000 + '"',
+    "\xe9\xff",
+    'W/"0000000000000000000000000000000000000000000000000000000"',
+]
+
+
+def version_cases(world: World) -> Iterator[Case]:
+    """If-Match / If-None-Match (RFC 7644 §3.14) as a client or a proxy may send them. `*` matches an
+    existing resource, so it is sent only where the answer must leave the rows as they are."""
+    patch = json.dumps({"schemas": [PATCH_URN], "Operations": [{"op": "replace", "path": "title", "value": "T"}]})
+    member = json.dumps(
+        {"schemas": [PATCH_URN], "Operations": [{"op": "add", "path": "members", "value": [{"value": "x"}]}]}
+    )
+    for header in PRECONDITIONS:
+        for path in (f"/Users/{world.user_a}", f"/Groups/{world.group_a}", "/Users/00000000-0000-0000-0000-0000000000"):
+            yield scim_case(world, "GET", path, headers={"If-None-Match": header})
+            yield scim_case(world, "GET", path, headers={"If-Match": header})
+            if header == "*":
+                continue
+            yield scim_case(world, "DELETE", path, headers={"If-Match": header})
+            yield scim_case(world, "PUT", path, json.dumps(user_doc(userName=MARK)), headers={"If-Match": header})
+        yield scim_case(world, "PATCH", f"/Users/{world.user_b}", patch, headers={"If-Match": header})
+        yield scim_case(world, "PATCH", f"/Groups/{world.group_a}", member, headers={"If-Match": header})
+        yield scim_case(world, "GET", "/Users", headers={"If-None-Match": header})
+
+
+def map_cases(world: World) -> Iterator[Case]:
+    """A directory's attribute_map and role_map over REST and the admin API: every bad one is a 400
+    that saves nothing (the runner checks the rows)."""
+    junk: list[Any] = [
+        [],
+        "x",
+        1,
+        True,
+        {"": "title"},
+        {"id": "title"},
+        {"custom_attributes": "title"},
+        {"ok": ""},
+        {"ok": None},
+        {"ok": 5},
+        {"ok": ["title"]},
+        {"ok": "not a path"},
+        {"ok": "emails[type co 'x'].value"},
+        {"ok": "urn:"},
+        {"ok": "a" * 600},
+        {"ok": "title\u0000"},
+        {"a" * 65: "title"},
+        {"é": "title"},
+        {f"k{i}": "title" for i in range(101)},
+    ]
+    roles: list[Any] = [[], "x", {"": "r"}, {"Eng": ""}, {"Eng": " "}, {"Eng": 1}, {"Eng": None}, {"Eng": ["r"]}]
+    roles += [
+        {"Eng": "r" * 201},
+        {"x" * 513: "r"},
+        {"Eng\n": "r"},
+        {"Eng": "r\u0000"},
+        {f"g{i}": "r" for i in range(1001)},
+    ]
+    bodies = [{"attribute_map": value} for value in junk] + [{"role_map": value} for value in roles]
+    bodies += [{"attribute_map": {"ok": "title"}, "role_map": {"Eng": ""}}, {"role_map": {"Eng": "r"}, "name": ""}]
+    for body in bodies:
+        text = json.dumps(body).replace("\\u0000", "\u0000").replace("\\n", "\n")
+        for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
+            yield rest_case(world, "PATCH", f"{prefix}/{world.a.id}", text)
+        yield admin_case(world, "PATCH", f"directories/{world.a.id}", text)
 
 
 def admin_cases(world: World) -> Iterator[Case]:
@@ -1318,6 +1421,8 @@ CLASSES = {
     "patch": patch_cases,
     "attributes": attributes_cases,
     "admin": admin_cases,
+    "versions": version_cases,
+    "maps": map_cases,
 }
 
 

@@ -123,7 +123,17 @@ def test_schema_describes_the_rest_api(api_client: Client) -> None:
     body_schema = create["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert set(doc["components"]["schemas"][body_schema]["required"]) == {"tenant", "product"}
     users = {p["name"] for p in paths["/api/v1/directory-sync/users"]["get"]["parameters"]}
-    assert users == {"tenant", "product", "directoryId", "pageOffset", "pageLimit"}
+    assert users == {"tenant", "product", "directoryId", "pageOffset", "pageLimit", "active", "email", "group"} | {
+        "updatedAfter"
+    }
+    groups = {p["name"] for p in paths["/api/v1/directory-sync/groups"]["get"]["parameters"]}
+    assert groups == {"tenant", "product", "directoryId", "pageOffset", "pageLimit", "name"}
+    user_groups = paths["/api/v1/directory-sync/users/{user_id}/groups"]["get"]
+    assert {p["name"] for p in user_groups["parameters"]} == {"user_id", "tenant", "product", "pageOffset", "pageLimit"}
+    patch = paths["/api/v1/directory-sync/{directory_id}"]["patch"]
+    patch_schema = patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    attribute_map = doc["components"]["schemas"][patch_schema]["properties"]["attribute_map"]
+    assert attribute_map["maxProperties"] == 100 and attribute_map["propertyNames"]["maxLength"] == 64
     assert doc["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
     assert not any(p.startswith(("/api/scim", "/auditlog")) for p in paths)
 
@@ -216,13 +226,13 @@ def _document(api_client: Client) -> dict:
 def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_client: Client) -> None:
     doc = _document(api_client)
     suffixes = ["", "/{directory_id}", "/{directory_id}/events", "/users", "/users/{user_id}", "/groups"]
-    suffixes.append("/groups/{group_id}")
+    suffixes += ["/groups/{group_id}", "/users/{user_id}/groups"]
     for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
         for suffix in suffixes:
             assert prefix + suffix in doc["paths"], prefix + suffix
     assert "get" in doc["paths"]["/api/v1/schema"]
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
-    assert len(ids) == len(set(ids)) == 21
+    assert len(ids) == len(set(ids)) == 23
     assert doc["paths"]["/api/v1/dsync/users"]["get"]["operationId"] == "users_list_dsync"
 
 

@@ -7,6 +7,7 @@ import uuid
 import pytest
 from django.test import Client
 
+from core.timefmt import iso_utc
 from directories.models import Directory
 from directories.services import directory_create
 from tests.directories.conftest import make_group, make_user
@@ -45,6 +46,10 @@ def test_users_list_returns_the_spec_shape_oldest_first(
         "email": "ann@acme.test",
         "active": True,
         "raw": ann.raw,
+        "created_at": iso_utc(ann.created_at),
+        "updated_at": iso_utc(ann.updated_at),
+        "custom_attributes": {},
+        "roles": [],
     }
     assert body["data"][0]["raw"]["id"] == str(ann.id)
     assert body["data"][1]["active"] is False
@@ -132,9 +137,10 @@ def test_groups_list_has_no_top_level_members(
     make_group(directory_b, "Sales")
     status, body = get(api_client, f"{prefix}/groups", ACME)
     assert status == 200
+    stamps = [{"created_at": iso_utc(g.created_at), "updated_at": iso_utc(g.updated_at)} for g in (eng, ops)]
     assert body["data"] == [
-        {"id": str(eng.id), "name": "Engineering", "raw": eng.raw},
-        {"id": str(ops.id), "name": "Ops", "raw": ops.raw},
+        {"id": str(eng.id), "name": "Engineering", "raw": eng.raw, **stamps[0]},
+        {"id": str(ops.id), "name": "Ops", "raw": ops.raw, **stamps[1]},
     ]
 
 
@@ -302,12 +308,13 @@ def test_read_routes_stay_within_their_query_budget(
 ) -> None:  # noqa: ANN001
     users = [make_user(directory_a, f"user{i}") for i in range(20)]
     group = make_group(directory_a, "Eng", users)
-    # One query per list page and two for a group with its members, however many rows (env API key).
-    with django_assert_num_queries(1):
+    # One query per list page (two for users: their directories' attribute and role maps) and two for a
+    # group with its members, however many rows (env API key).
+    with django_assert_num_queries(2):
         assert len(get(api_client, f"{BASE}/users", ACME)[1]["data"]) == 20
     with django_assert_num_queries(1):
         get(api_client, f"{BASE}/groups", ACME)
     with django_assert_num_queries(1):
-        get(api_client, f"{BASE}/users/{users[0].id}", ACME)
+        get(api_client, f"{BASE}/users/{users[0].id}", ACME)  # the directory comes with the user (a join)
     with django_assert_num_queries(2):
         assert len(get(api_client, f"{BASE}/groups/{group.id}", ACME)[1]["data"]["members"]) == 20

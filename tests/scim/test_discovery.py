@@ -11,8 +11,8 @@ def test_service_provider_config_is_truthful(scim_a: Scim) -> None:
     status, spc = scim_a.get("/ServiceProviderConfig")
     assert status == 200
     assert spc["patch"]["supported"] is True
-    assert spc["bulk"]["supported"] is False and spc["sort"]["supported"] is False
-    assert spc["etag"]["supported"] is False and spc["changePassword"]["supported"] is False
+    assert spc["bulk"]["supported"] is False and spc["sort"]["supported"] is True
+    assert spc["etag"]["supported"] is True and spc["changePassword"]["supported"] is False
     assert spc["filter"] == {"supported": True, "maxResults": 1000}
     assert spc["authenticationSchemes"][0]["type"] == "oauthbearertoken"
     ServiceProviderConfig.model_validate(spc)
@@ -33,6 +33,12 @@ def test_resource_types_and_schemas_parse_and_can_be_fetched_by_id(scim_a: Scim)
     password = next(a for a in user_schema["attributes"] if a["name"] == "password")
     assert password["returned"] == "never"
     assert scim_a.get("/ResourceTypes/Group")[1]["endpoint"] == "/Groups"
+    groups = next(a for a in user_schema["attributes"] if a["name"] == "groups")
+    assert groups["mutability"] == "readOnly" and groups["multiValued"] is True
+    assert {s["name"] for s in groups["subAttributes"]} == {"value", "$ref", "display", "type"}
+    certificates = next(a for a in user_schema["attributes"] if a["name"] == "x509Certificates")
+    assert next(s for s in certificates["subAttributes"] if s["name"] == "value")["caseExact"] is True
+    assert "filterable" in user_schema["description"]
     assert scim_a.get("/Schemas/urn:nope")[0] == 404
 
 

@@ -193,18 +193,21 @@ def test_filter_never_crosses_directories(scim_a: Scim, scim_b: Scim, people: di
 @pytest.mark.parametrize(
     "flt",
     [
-        'title eq "x"',
-        'displayName eq "x"',
-        'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber eq "1"',
+        'nosuch eq "x"',
+        'emails.nosuch eq "x"',
+        'emails[nosuch eq "x"]',
+        'name eq "x"',
+        'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:nosuch eq "1"',
+        'x509Certificates.value co "a"',
+        "emails.primary gt true",
+        "title eq 5",
         "userName eq 5",
         "active eq 1",
         'active gt "x"',
         'id co "abc"',
         'meta.created eq "yesterday"',
         'meta.created gt "2020-01-01T00:00:00"',
-        'emails.value gt "a"',
-        'emails[display eq "x"]',
-        'emails[not (type eq "work")]',
+        'meta.version eq "x"',
         'userName eq "a" and',
         "userName eq 'single quotes'",
     ],
@@ -242,16 +245,22 @@ def test_single_equalities_take_the_fixed_sql_path_and_everything_else_compiles(
     from django.db.models import Q
 
     from scim.filter_query import Equality, filter_plan
+    from scim.storage.portable import DocumentSql
 
-    assert filter_plan('userName eq "ALICE@Example.com"', resource_type="users") == Equality(
+    docs = DocumentSql()
+    assert filter_plan('userName eq "ALICE@Example.com"', resource_type="users", documents=docs) == Equality(
         "user_name_key", "alice@example.com"
     )
-    assert filter_plan('externalId eq "Ext-1"', resource_type="users") == Equality("external_id", "Ext-1")
-    assert filter_plan('displayName eq "Admins"', resource_type="groups") == Equality("display_name_key", "admins")
+    assert filter_plan('externalId eq "Ext-1"', resource_type="users", documents=docs) == Equality(
+        "external_id", "Ext-1"
+    )
+    assert filter_plan('displayName eq "Admins"', resource_type="groups", documents=docs) == Equality(
+        "display_name_key", "admins"
+    )
     for flt in ('userName ne "a"', "userName eq null", 'name.givenName eq "a"', 'userName eq "a" or userName eq "b"'):
-        assert isinstance(filter_plan(flt, resource_type="users"), Q), flt
+        assert isinstance(filter_plan(flt, resource_type="users", documents=docs), Q), flt
     with pytest.raises(ScimError):
-        filter_plan('displayName eq "x"', resource_type="users")
+        filter_plan('members eq "x"', resource_type="users", documents=DocumentSql())
 
 
 @pytest.mark.parametrize(

@@ -179,6 +179,16 @@ FILTER_ATTRIBUTES = [
     "urn:example:custom:User:level",
     "USERNAME",
     "x-y",
+    "phoneNumbers.value",
+    "addresses.locality",
+    "x509Certificates.value",
+    "groups",
+    "groups.display",
+    "nickName",
+    "name",
+    f"{ENTERPRISE_URN}:manager.value",
+    f"{ENTERPRISE_URN}:manager",
+    "meta.resourceType",
 ]
 OPERATORS = ["eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le", "EQ", "Sw", "xx"]
 LITERALS = [
@@ -335,6 +345,7 @@ attribute_lists = st.one_of(
     ),
     texts,
 )
+sort_attributes = st.one_of(st.sampled_from([*FILTER_ATTRIBUTES, "groups.value", "emails[type eq x]", ""]), texts)
 queries = st.fixed_dictionaries(
     {},
     optional={
@@ -343,7 +354,15 @@ queries = st.fixed_dictionaries(
         "count": digits,
         "attributes": attribute_lists,
         "excludedAttributes": attribute_lists,
+        "sortBy": sort_attributes,
+        "sortOrder": st.one_of(st.sampled_from(["ascending", "descending", "DESCENDING", "up", ""]), texts),
     },
+)
+# If-Match / If-None-Match values as clients, proxies and fuzzers send them.
+preconditions = st.one_of(
+    st.sampled_from(["*", 'W/"1"', '"1"', 'W/"1", W/"2"', "", "W/", '"', "**", 'W/"x" junk']),
+    st.text(alphabet='W/"*, \t', max_size=12),
+    texts.filter(lambda t: all(" " <= c <= "~" for c in t)),
 )
 entries = st.sampled_from(["client", "wsgi"])
 
@@ -385,7 +404,7 @@ def answered(status: int, headers: dict[str, str], content: bytes) -> Any:
     assert status < 500, content[:2000]
     assert headers.get("X-Request-Id"), headers
     if not content:
-        assert status == 204 or 400 <= status, status
+        assert status in (204, 304) or 400 <= status, status
         return None
     assert headers["Content-Type"] == SCIM_CT, headers
     document = json.loads(content)  # also what the stdlib reads: big numbers stay exact
@@ -501,6 +520,49 @@ def test_fuzzed_search_requests_never_fail_the_server(
     document = answered(status, headers, content)
     assert status in (200, 400, 403), (status, document)
     assert rows_of(seeded["directory"]) == before
+
+
+@FUZZ
+@given(
+    entry=entries,
+    header=preconditions,
+    method=st.sampled_from(["GET", "PATCH", "DELETE"]),
+    kind=st.sampled_from(["Users", "Groups"]),
+    current=st.booleans(),
+)
+def test_fuzzed_preconditions_never_fail_the_server_and_a_mismatch_changes_nothing(
+    seeded: dict[str, Any], entry: str, header: str, method: str, kind: str, current: bool
+) -> None:
+    directory = seeded["directory"]
+    target = f"/{kind}/{seeded['users'][0] if kind == 'Users' else seeded['group']}"
+    if current:  # sometimes the resource's own version, so that a precondition can hold
+        header = json.loads(send(entry, directory, "GET", target)[2])["meta"]["version"]
+    if method == "DELETE" and (header.strip() == "*" or current):
+        method = "GET"  # a matching DELETE would take the fixture's row away from later examples
+    body = None
+    if method == "PATCH":
+        body = _encode({"schemas": [PATCH_URN], "Operations": [{"op": "replace", "path": "displayName", "value": "D"}]})
+    name = "HTTP_IF_NONE_MATCH" if method == "GET" else "HTTP_IF_MATCH"
+    before = rows_of(directory)
+    full = f"/api/scim/v2.0/{directory.id}{target}"
+    auth = f"Bearer {directory.scim_secret}"
+    if entry == "client":
+        response = Client(HTTP_AUTHORIZATION=auth).generic(
+            method, full, **({"data": body, "content_type": SCIM_CT} if body else {}), **{name: header}
+        )
+        status, headers, content = response.status_code, dict(response.headers), response.content
+    else:
+        environ = {"HTTP_AUTHORIZATION": auth, "CONTENT_TYPE": SCIM_CT if body else "", name: header}
+        line, pairs, content = wsgi_run(application, full, method=method, body=body or b"", **environ)
+        status, headers = int(line.split()[0]), dict(pairs)
+    document = answered(status, headers, content)
+    assert status in (200, 204, 304, 400, 412), (status, document)
+    if status in (304, 400, 412):
+        assert rows_of(directory) == before, (status, document)
+    if status == 412:
+        assert not current, document
+    if status == 304:
+        assert method == "GET" and headers["ETag"]
 
 
 @FUZZ

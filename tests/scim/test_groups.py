@@ -32,7 +32,9 @@ def test_create_group_with_members_records_created_and_user_added(scim_hooked: S
     assert _members(group["id"]) == set(users[:2])
     events = [e for e in _events(scim_hooked.directory) if e["event"].startswith("group.")]
     assert [e["event"] for e in events] == ["group.created", "group.user_added", "group.user_added"]
-    assert events[1]["data"]["group"] == {"id": group["id"], "name": "Eng", "raw": events[0]["data"]["raw"]}
+    assert events[1]["data"]["group"] == events[0]["data"]
+    assert set(events[0]["data"]) == {"id", "name", "raw", "created_at", "updated_at"}
+    assert events[0]["data"]["name"] == "Eng" and events[0]["data"]["id"] == group["id"]
     assert events[1]["data"]["id"] == users[0]
     assert "members" not in DirectoryGroup.objects.get(pk=group["id"]).raw
 

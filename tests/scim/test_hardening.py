@@ -312,8 +312,9 @@ def test_root_search_lists_users_then_groups_and_pages_across_both(scim_a: Scim)
     [
         ({"schemas": ["urn:x"]}, "invalidSyntax"),
         ([], "invalidSyntax"),
-        ({"sortBy": "userName"}, "invalidValue"),
-        ({"sortOrder": "descending"}, "invalidValue"),
+        ({"sortBy": "nosuch"}, "invalidValue"),
+        ({"sortBy": 7}, "invalidValue"),
+        ({"sortOrder": "sideways"}, "invalidValue"),
         ({"startIndex": "1"}, "invalidValue"),
         ({"count": 1.5}, "invalidValue"),
         ({"attributes": [1]}, "invalidValue"),

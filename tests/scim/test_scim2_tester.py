@@ -2,6 +2,10 @@
 
 Zero failures are expected, except checks for features /ServiceProviderConfig truthfully reports as
 unsupported (listed in README, section SCIM); none are currently skipped for that reason.
+
+scim2-tester 0.5.2 (the latest) checks `.search` but has no checks for sort and etag, which
+/ServiceProviderConfig now advertises; the second test exercises them through the same client
+(scim2-client's SearchRequest, its models' parsing of meta.version) over the same live server.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import pytest
 import requests
 from scim2_client import BaseSyncSCIMClient
 from scim2_client.engines.inprocess import _stays_under_base_url
-from scim2_models import ScimProvider
+from scim2_models import ListResponse, ScimProvider, SearchRequest, ServiceProviderConfig, User
 from scim2_tester import Status, check_server
 
 from directories.services import directory_create
@@ -55,3 +59,30 @@ def test_scim2_tester_finds_no_failures(live_server, live_directory) -> None:  #
     failures = [r for r in results if r.status in FAILING]
     assert len(results) > 40, results
     assert not failures, "\n".join(repr(r) for r in failures)
+
+
+def test_sort_etag_and_search_work_through_scim2_client(live_server, live_directory) -> None:  # noqa: ANN001
+    base = f"{live_server.url}/api/scim/v2.0/{live_directory.id}"
+    client = RequestsSCIMClient(base, live_directory.scim_secret, provider=ScimProvider())
+    client.discover()
+    config = client.query(ServiceProviderConfig)
+    assert config.sort.supported is True and config.etag.supported is True
+    for name in ("carol@x.io", "alice@x.io", "bob@x.io"):
+        client.create(User(user_name=name))
+    descending = SearchRequest(sort_by="userName", sort_order=SearchRequest.SortOrder.descending)
+    listed = client.query(User, query_parameters=descending)
+    assert isinstance(listed, ListResponse)
+    assert [u.user_name for u in listed.resources] == ["carol@x.io", "bob@x.io", "alice@x.io"]
+    searched = client.search(search_request=SearchRequest(sort_by="userName", count=2))
+    assert [r.user_name for r in searched.resources] == ["alice@x.io", "bob@x.io"]
+    alice = listed.resources[-1]
+    response = client.session.get(f"{base}/Users/{alice.id}")
+    assert response.headers["ETag"] == alice.meta.version == response.json()["meta"]["version"]
+    assert (
+        client.session.get(f"{base}/Users/{alice.id}", headers={"If-None-Match": alice.meta.version}).status_code == 304
+    )
+    stale = client.session.delete(f"{base}/Users/{alice.id}", headers={"If-Match": 'W/"0"'})
+    assert stale.status_code == 412 and stale.json()["status"] == "412"
+    assert (
+        client.session.delete(f"{base}/Users/{alice.id}", headers={"If-Match": alice.meta.version}).status_code == 204
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from core.timefmt import iso_utc
 from directories.models import DirectoryUser, GroupMembership
 from tests.scim.conftest import ENTERPRISE_URN, LIST_URN, USER_URN, Scim, group_body, user_body
 from webhooks.models import WebhookEvent
@@ -177,13 +178,18 @@ def test_event_payload_matches_spec(scim_hooked: Scim) -> None:
     directory = scim_hooked.directory
     assert event["event"] == "user.created"
     assert event["directory_id"] == str(directory.id) and event["tenant"] == "initech"
+    row = DirectoryUser.objects.get(pk=user["id"])
     assert event["data"] == {
         "id": user["id"],
         "first_name": "Jane",
         "last_name": "Doe",
         "email": "jane@example.com",
         "active": True,
-        "raw": DirectoryUser.objects.get(pk=user["id"]).raw,
+        "raw": row.raw,
+        "created_at": iso_utc(row.created_at),
+        "updated_at": iso_utc(row.updated_at),
+        "custom_attributes": {},
+        "roles": [],
     }
 
 

@@ -17,6 +17,7 @@ from django.db import OperationalError
 
 from config.wsgi import SurfaceApplication, application
 from directories.models import Directory, DirectoryUser
+from scim.protocol.versions import version_of
 from tests.scim.conftest import SCIM_CT, user_body
 from tests.scim.conftest import wsgi_run as run
 
@@ -145,6 +146,14 @@ def test_scim_wsgi_answers_as_django_does(directory_a: Directory, directory_b: D
     search = orjson.dumps({"schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"], "count": 2})
     for name in ("ann@x.io", "bob@x.io", "cy@x.io"):  # so that a page of 1 and a page of 2 differ
         assert run(fast, f"{base}/Users", method="POST", body=orjson.dumps(user_body(name)), **auth)[0] == "201 Created"
+    ann_row = DirectoryUser.objects.get(directory=directory_a, user_name="ann@x.io")
+    ann, ann_version = ann_row.id, version_of(ann_row.updated_at)
+    title = orjson.dumps(
+        {
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+            "Operations": [{"op": "replace", "path": "title", "value": "T"}],
+        }
+    )
     cases: list[tuple[str, dict[str, Any], int]] = [
         (f"{base}/Users/{unknown}", auth, 404),
         (f"{base}/Users", {**auth, "query": "filter=userName%20eq%20%22nobody%40x.io%22"}, 200),
@@ -178,7 +187,12 @@ def test_scim_wsgi_answers_as_django_does(directory_a: Directory, directory_b: D
         (f"{base}/Users/.search", {**auth, "method": "POST", "body": search}, 200),
         (f"{base}/Groups/.search", {**auth, "method": "POST", "body": search}, 200),
         (f"{base}/.search", {**auth, "method": "POST", "body": search}, 200),
-        (f"{base}/.search", {**auth, "method": "POST", "body": b'{"sortBy": "userName"}'}, 400),
+        (f"{base}/.search", {**auth, "method": "POST", "body": b'{"sortBy": "nosuch"}'}, 400),
+        (f"{base}/Users", {**auth, "query": "sortBy=name.familyName&sortOrder=descending"}, 200),
+        (f"{base}/Users/{ann}", {**auth, "HTTP_IF_NONE_MATCH": ann_version}, 304),
+        (f"{base}/Users/{ann}", {**auth, "HTTP_IF_NONE_MATCH": 'W/"1"'}, 200),
+        (f"{base}/Users/{ann}", {**auth, "method": "PATCH", "body": title, "HTTP_IF_MATCH": 'W/"1"'}, 412),
+        (f"{base}/Users/{ann}", {**auth, "method": "PATCH", "body": title, "HTTP_IF_MATCH": "nonsense"}, 400),
         (f"{base}/Users/.search", auth, 405),  # Allow: POST
         (f"{base}/Users/%00", auth, 404),
         (f"{base}/Users", {**auth, "HTTP_X_REQUEST_ID": "lb-42"}, 200),

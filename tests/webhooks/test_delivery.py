@@ -73,7 +73,7 @@ def test_each_of_the_eight_events_arrives_signed_with_the_spec_payload(
 ) -> None:
     user = _user(hooked_directory)
     group = _group(hooked_directory)
-    u, g = user_data(user), group_data(group)
+    u, g = user_data(user, directory=hooked_directory), group_data(group)
     member = {**u, "group": g}
     expected = [
         ("user.created", u),

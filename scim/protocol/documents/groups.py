@@ -9,6 +9,7 @@ from typing import Any
 
 from core.comparison import comparison_key
 from scim.protocol.documents.common import canonical_keys, check_string, key_of
+from scim.protocol.documents.filterdoc import filter_document
 from scim.protocol.documents.patch import DocumentPatcher
 from scim.protocol.errors import invalid_path, invalid_value
 from scim.protocol.filter import GROUP_SCHEMA, Compare, Node, Or, parse_patch_path
@@ -36,6 +37,7 @@ def group_finalize(doc: dict[str, Any], group_id: Any) -> tuple[dict[str, Any], 
         "display_name": doc["displayName"],
         "display_name_key": comparison_key(doc["displayName"]),
         "external_id": doc.get("externalId"),
+        "filter_doc": filter_document(raw, resource_type="groups"),
     }
     return raw, columns
 

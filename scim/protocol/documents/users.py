@@ -8,7 +8,7 @@ from typing import Any
 
 from core.comparison import comparison_key
 from scim.protocol.documents.common import READ_ONLY, canonical_keys, check_known_types, check_string, coerce_active
-from scim.protocol.documents.emails import emails_index
+from scim.protocol.documents.filterdoc import filter_document
 from scim.protocol.documents.patch import DocumentPatcher
 from scim.protocol.errors import invalid_value
 from scim.protocol.filter import ENTERPRISE_SCHEMA, USER_SCHEMA
@@ -23,8 +23,9 @@ class UserColumns:
     first_name: str
     last_name: str
     email: str
+    email_key: str
     active: bool
-    emails_index: str
+    filter_doc: dict[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -90,8 +91,9 @@ def user_finalize(
         first_name=first_name,
         last_name=last_name,
         email=email,
+        email_key=comparison_key(email),
         active=active,
-        emails_index=emails_index(emails),
+        filter_doc=filter_document(raw, resource_type="users"),
     )
     return raw, columns
 

@@ -34,6 +34,7 @@ import redis
 from bench.httpclient import Client
 from bench.procs import Service, memory_kib, process_tree, wait_http
 from bench.systems import RosterOptions, roster_env
+from core.metricsdir import pid_alive
 from tests.webhooks.conftest import Received, Receiver, _handler, _QuietServer, closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,16 +133,6 @@ class PostgresCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --- Redis --------------------------------------------------------------------------------------------

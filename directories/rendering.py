@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -54,3 +55,10 @@ def user_data(user: DirectoryUser) -> dict[str, Any]:
 
 def group_data(group: DirectoryGroup) -> dict[str, Any]:
     return {"id": str(group.id), "name": group.display_name, "raw": group.raw}
+
+
+def group_with_members_data(group: DirectoryGroup, member_ids: Iterable[Any]) -> dict[str, Any]:
+    """A Group with `members: [{group_id, user_id}]`: the REST group detail, and each group of an export."""
+    data = group_data(group)
+    data["members"] = [{"group_id": data["id"], "user_id": str(user_id)} for user_id in member_ids]
+    return data

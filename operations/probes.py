@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -65,3 +66,11 @@ def broker_probe(url: str) -> Probe:
             broker.ensure_connection(max_retries=1, interval_start=0, timeout=TIMEOUT)
 
     return _timed(connect)
+
+
+def database_clock() -> datetime:
+    """The database server's clock now (CURRENT_TIMESTAMP: the start of this autocommit statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT CURRENT_TIMESTAMP")
+        moment = cursor.fetchone()[0]
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

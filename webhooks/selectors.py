@@ -95,5 +95,11 @@ def outbox_backlog() -> OutboxBacklog:
     )
 
 
+def sending_count(*, claimed_before: Any) -> int:
+    """Events still `sending` that were claimed before this moment (with webhooks.services'
+    sending_stale_after(): attempts whose worker died, not reported yet)."""
+    return WebhookEvent.objects.filter(state=EventState.SENDING, claimed_at__lt=claimed_before).count()
+
+
 def heartbeat_get(*, name: str) -> Heartbeat | None:
     return Heartbeat.objects.filter(name=name).first()

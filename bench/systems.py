@@ -164,7 +164,8 @@ def roster_env(opts: RosterOptions) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "CELERY_", "WEBHOOK_", "GUNICORN_")) and k not in ("DATABASE_URL", "DEBUG")
+        if not k.startswith(("DJANGO_", "CELERY_", "WEBHOOK_", "GUNICORN_", "PROMETHEUS_", "METRICS_", "LOG_"))
+        and k not in ("DATABASE_URL", "DEBUG")
     }
     env.update(
         {

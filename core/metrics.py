@@ -58,6 +58,9 @@ class _Families:
         # The `_created` series say when a process made a child: noise for a node of several processes
         # (multiprocess mode never exports them, and single-process exports should read the same).
         prometheus_client.disable_created_metrics()
+        # The mode prometheus-client chose as it was imported (now): files for the node, or this process's
+        # memory. Fixed for the process, whatever the environment says later.
+        self.multiprocess = metricsdir.process_writes_files()
         self.registry = registry = CollectorRegistry()
         self.scim_requests = Counter(
             "roster_scim_requests",
@@ -237,7 +240,7 @@ def exposition(gauges: Sequence[Gauge] = (), *, base: Path | None = None) -> byt
     from prometheus_client.multiprocess import MultiProcessCollector
 
     registry = CollectorRegistry()
-    if base is not None or metricsdir.process_writes_files():
+    if base is not None or _families().multiprocess:
         folder = Path(base if base is not None else settings.METRICS_DIR)
         registry.register(_Source(lambda: MultiProcessCollector.merge(metricsdir.node_files(folder), accumulate=True)))
     else:

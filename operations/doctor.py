@@ -233,7 +233,7 @@ class Doctor:
             return
         token = secrets.token_hex(12)
         started = time.monotonic()
-        worker_ping_publish(token, expires=self.worker_timeout)
+        worker_ping_publish(token)
         try:
             while True:
                 answer = heartbeat_get(name=f"{PING_PREFIX}{token}")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -72,3 +76,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kwargs = dict(marker.kwargs) if marker is not None else {}
         kwargs["transaction"] = True
         item.add_marker(pytest.mark.django_db(*(marker.args if marker else ()), **kwargs), append=False)
+
+
+# --- operations: what the console handler writes ---------------------------------------------------------
+
+
+class ConsoleLog:
+    """What Roster's console handler wrote during a test, in the format the test chose."""
+
+    def __init__(self, stream: io.StringIO) -> None:
+        self.stream = stream
+
+    @property
+    def text(self) -> str:
+        return self.stream.getvalue()
+
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def objects(self) -> list[dict]:
+        """Every line as JSON (LOG_FORMAT=json): each must parse on its own."""
+        return [json.loads(line) for line in self.lines()]
+
+
+@pytest.fixture
+def console_log() -> Iterator[Callable[[str], ConsoleLog]]:
+    """`console_log("json")` (or "plain"): the console handler of the LOGGING setting writes into a buffer
+    with that format until the test ends."""
+    from core.logfilters import RequestScopeFields
+    from core.logformat import JsonFormatter, PlainFormatter
+
+    [console] = [
+        h
+        for h in logging.getLogger().handlers
+        if isinstance(h, logging.StreamHandler) and any(isinstance(f, RequestScopeFields) for f in h.filters)
+    ]
+    saved_stream, saved_formatter = console.stream, console.formatter
+
+    def capture(log_format: str) -> ConsoleLog:
+        stream = io.StringIO()
+        console.setStream(stream)
+        console.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
+        return ConsoleLog(stream)
+
+    yield capture
+    console.setStream(saved_stream)
+    console.setFormatter(saved_formatter)

@@ -87,7 +87,7 @@ def worker_ping(self: Any, token: str) -> None:
     services.worker_ping_answer(token=str(token), hostname=str(self.request.hostname or ""))
 
 
-def worker_ping_publish(token: str, expires: float) -> None:
-    """Send doctor's ping. It expires unconsumed after `expires` seconds, so pings nobody answered do not
-    wait in the queue for the next worker."""
-    worker_ping.apply_async(args=[token], retry=False, expires=expires)
+def worker_ping_publish(token: str) -> None:
+    """Send doctor's ping. A ping no worker took while doctor waited is answered whenever one starts; its
+    row is then removed by a later answer (services.worker_ping_answer)."""
+    worker_ping.apply_async(args=[token], retry=False)

@@ -106,15 +106,15 @@ class Command(BaseCommand):
     def _export(self, directory: Directory, output: str | None) -> None:
         total = directory_users(directory=directory).count() + directory_groups(directory=directory).count()
         try:
-            target: IO[bytes] = open(output, "wb") if output else sys.stdout.buffer  # noqa: SIM115
+            target: IO[str] = open(output, "w", encoding="utf-8") if output else self.stdout  # noqa: SIM115
         except OSError as exc:
             raise CommandError(f"Cannot write {output}: {exc.strerror}.") from None
-        to_terminal = output is None and sys.stdout.isatty()
+        to_terminal = output is None and self.stdout.isatty()
         bar = tqdm(total=total, unit="row", file=sys.stderr, disable=to_terminal or not sys.stderr.isatty())
         counts = {"user": 0, "group": 0}
         try:
             for kind, data in _export_rows(directory):
-                target.write(orjson.dumps({"type": kind, "data": data}) + b"\n")
+                target.write(orjson.dumps({"type": kind, "data": data}).decode() + "\n", **_no_ending(target))
                 counts[kind] += 1
                 bar.update(1)
         except BrokenPipeError:
@@ -131,7 +131,13 @@ class Command(BaseCommand):
             else:
                 target.flush()
         where = output or "standard output"
-        self.stderr.write(f"Exported {counts['user']} users and {counts['group']} groups of {directory.id} to {where}.")
+        summary = f"Exported {counts['user']} users and {counts['group']} groups of {directory.id} to {where}."
+        self.stderr.write(summary, style_func=str)  # information, not the error colour of stderr
+
+
+def _no_ending(target: Any) -> dict[str, str]:
+    """Django's OutputWrapper adds a line ending of its own unless told not to; a file does not."""
+    return {"ending": ""} if hasattr(target, "style_func") else {}
 
 
 def _export_rows(directory: Directory) -> Iterator[tuple[str, dict[str, Any]]]:

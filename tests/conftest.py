@@ -101,17 +101,24 @@ class ConsoleLog:
 
 @pytest.fixture
 def console_log() -> Iterator[Callable[[str], ConsoleLog]]:
-    """`console_log("json")` (or "plain"): the console handler of the LOGGING setting writes into a buffer
-    with that format until the test ends."""
+    """`console_log("json")` (or "plain"): Roster's console handler (the LOGGING setting's `console`) writes
+    into a buffer with that format, with the request-scope filter, until the test ends. Should an earlier
+    test have replaced the root logger's handlers (an in-process Celery worker takes the root logger
+    over), a handler like it stands in."""
     from core.logfilters import RequestScopeFields
     from core.logformat import JsonFormatter, PlainFormatter
 
-    [console] = [
-        h
-        for h in logging.getLogger().handlers
-        if isinstance(h, logging.StreamHandler) and any(isinstance(f, RequestScopeFields) for f in h.filters)
-    ]
-    saved_stream, saved_formatter = console.stream, console.formatter
+    root = logging.getLogger()
+    found = [h for h in root.handlers if isinstance(h, logging.StreamHandler) and h.get_name() == "console"]
+    console = found[0] if found else logging.StreamHandler()
+    if not found:
+        root.addHandler(console)
+    scope_filter = None
+    if not any(isinstance(f, RequestScopeFields) for f in console.filters):
+        scope_filter = RequestScopeFields()
+        console.addFilter(scope_filter)
+    saved_stream, saved_formatter, saved_level = console.stream, console.formatter, root.level
+    root.setLevel(logging.INFO)
 
     def capture(log_format: str) -> ConsoleLog:
         stream = io.StringIO()
@@ -122,3 +129,8 @@ def console_log() -> Iterator[Callable[[str], ConsoleLog]]:
     yield capture
     console.setStream(saved_stream)
     console.setFormatter(saved_formatter)
+    root.setLevel(saved_level)
+    if scope_filter is not None:
+        console.removeFilter(scope_filter)
+    if not found:
+        root.removeHandler(console)

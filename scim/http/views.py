@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 import orjson
@@ -45,7 +45,7 @@ RESOURCES = {
 
 
 def scim_answer(
-    environ: Mapping[str, Any],
+    environ: MutableMapping[str, Any],
     read_body: Callable[[], bytes],
     directory_id: str,
     resource: str = "",

@@ -266,6 +266,9 @@ class Roster:
                     "ADMIN_JWT_SECRET": "faults-admin-jwt-secret-0123456789abcdef",
                     "METRICS_TOKEN": METRICS_TOKEN,
                     "METRICS_DIR": str(logs / "metrics"),
+                    # The scenarios count the web server's log lines per failed request: only warnings.
+                    "LOG_LEVEL": "WARNING",
+                    "LOG_FORMAT": "plain",
                 },
             )
         )

@@ -50,6 +50,12 @@ def test_list_is_an_aligned_table_filtered_by_tenant_and_product(populated: Dire
     assert run("list", "--tenant", "nobody") == "No directories.\n"
 
 
+@pytest.mark.parametrize("option", ["--tenant", "--product"])
+def test_list_refuses_a_filter_the_database_cannot_compare(db: Any, option: str) -> None:
+    with pytest.raises(CommandError, match=f"{option} must not contain unpaired surrogate"):
+        run("list", option, "acme\udcff")  # what Python makes of a non-UTF-8 byte in an argument
+
+
 def test_show_gives_settings_and_counts_and_no_secret(populated: Directory) -> None:
     populated.webhook_url = "https://hooks.example.com/roster"
     populated.webhook_secret = "whsec-canary-0123456789"

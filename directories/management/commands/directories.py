@@ -18,6 +18,7 @@ import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from core.text import text_problem
 from core.timefmt import iso_utc_or_none
 from directories.models import Directory
 from directories.rendering import group_with_members_data, scim_endpoint, user_data
@@ -63,6 +64,10 @@ class Command(BaseCommand):
         return directory
 
     def _list(self, tenant: str | None, product: str | None) -> None:
+        for option, value in (("--tenant", tenant), ("--product", product)):
+            problem = text_problem(value) if value is not None else None
+            if problem:  # e.g. bytes that are not UTF-8 in the argument: the database cannot compare them
+                raise CommandError(f"{option} {problem}.")
         rows = [
             (
                 str(d.id),

@@ -107,6 +107,10 @@ def when_ready(server: object) -> None:
 
     get_resolver().url_patterns  # noqa: B018 - the import side effect is the point
     _broker_transport_load()
+    # core.metrics imports prometheus-client on the first metric recorded, in a worker: imported here, its
+    # pages are shared (about 0.4 MB a worker). PROMETHEUS_MULTIPROC_DIR is set by now (below).
+    import prometheus_client.multiprocess  # noqa: F401
+
     gc.collect()
     gc.freeze()
 

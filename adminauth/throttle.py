@@ -23,6 +23,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from adminauth.models import LoginFailure
+from core import metrics
 
 DEFAULT_MAX_FAILURES = 10
 DEFAULT_MAX_FAILURES_PER_EMAIL = 5
@@ -91,6 +92,7 @@ def throttle_wait_seconds(*, ip: str | None, email: str | None = None) -> int:
 def failure_record(*, ip: str | None, email: str | None = None) -> None:
     now = timezone.now()
     LoginFailure.objects.create(client_ip=_ip_key(ip), email_key=email_key(email), created_at=now)
+    metrics.login_failure()
     # Pruning on the write path keeps the table small without a periodic job.
     LoginFailure.objects.filter(created_at__lte=now - window()).delete()
 

@@ -244,6 +244,17 @@ def machine() -> dict[str, str]:
     return {"nproc": nproc, "free": free, "python": platform.python_version(), "loadavg": " ".join(load)}
 
 
+def _metrics_save(roster: systems.System, path: Path) -> None:
+    """Roster's /metrics after the run (what the node counted: requests, events, deliveries, lag), kept
+    with the logs; best effort, it is not part of the comparison."""
+    try:
+        client = Client(roster.base_url, token=roster.env.get("METRICS_TOKEN"))
+        path.write_bytes(client.request("GET", "/metrics").body)
+        client.close()
+    except Exception as exc:  # noqa: BLE001 - a missing scrape must not fail a benchmark run
+        print(f"/metrics not saved: {type(exc).__name__}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=2000)
@@ -272,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         "--roster-venv",
         type=Path,
         default=None,
-        help="virtualenv that runs Roster (compare.sh makes bench/.roster-venv from requirements.txt only); default .venv",
+        help="virtualenv that runs Roster (compare.sh: bench/.roster-venv, requirements.txt only); default .venv",
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -348,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                             receiver_pid=receiver.pid,
                         )
                     )
+        if "roster" in by_name:
+            _metrics_save(by_name["roster"], logs / "roster-metrics.txt")
     finally:
         for b in busy:
             b.stop()

@@ -21,6 +21,12 @@ edited), to price a fix before anyone writes it:
                    files or frame header)
 - django_handler   SCIM requests through Django's handler with settings.SCIM_MIDDLEWARE, as before
                    scim.http.wsgi answered them without it
+- metrics          METRICS_TOKEN set: every request counted for /metrics (prometheus-client in
+                   multiprocess mode, its files in a temporary folder, as under gunicorn)
+- plain_logs       the roster.requests lines at INFO (one per SCIM write and 4xx) in the default text
+                   format, written to /dev/null (the other variants run at LOG_LEVEL=ERROR)
+- json_logs        the same lines with LOG_FORMAT=json
+- metrics_json     metrics and JSON lines together, what the benchmark runs with
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import os
 import secrets
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -41,7 +48,17 @@ from bench import systems
 from bench.procs import recreate_database
 from bench.workload import GROUP_SCHEMA, PATCH_SCHEMA, okta_user
 
-VARIANTS = ("baseline", "health_check", "no_publish", "full_middleware", "django_handler")
+VARIANTS = (
+    "baseline",
+    "health_check",
+    "no_publish",
+    "full_middleware",
+    "django_handler",
+    "metrics",
+    "plain_logs",
+    "json_logs",
+    "metrics_json",
+)
 
 
 class Harness:
@@ -66,6 +83,7 @@ class Harness:
         self.app = WSGIHandler() if "full_middleware" in on else SurfaceApplication()
         if "django_handler" in on:
             self.app.scim = self.app.scim.fallback
+        self._operations(on)
         tag = secrets.token_hex(4)
         self.directory = directory_create(
             data={
@@ -84,10 +102,36 @@ class Harness:
         status, body = self.call("POST", f"{self.base}/Groups", {"schemas": [GROUP_SCHEMA], "displayName": "g"})
         self.group_id = json.loads(body)["id"]
 
+    def _operations(self, on: set[str]) -> None:
+        """Metrics and request log lines, on for the variants that price them."""
+        import logging
+
+        from django.conf import settings
+
+        from core.logfilters import RequestScopeFields
+        from core.logformat import JsonFormatter, PlainFormatter
+
+        settings.METRICS_TOKEN = "bench-metrics" if on & {"metrics", "metrics_json"} else None
+        lines = logging.getLogger("roster.requests")
+        self._saved_logging = (lines.level, list(lines.handlers), lines.propagate)
+        if on & {"plain_logs", "json_logs", "metrics_json"}:
+            handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 - closed in restore()
+            handler.setFormatter(PlainFormatter() if "plain_logs" in on else JsonFormatter())
+            handler.addFilter(RequestScopeFields())
+            lines.handlers, lines.propagate = [handler], False
+            lines.setLevel(logging.INFO)
+
     def restore(self) -> None:
+        import logging
+
         import webhooks.dispatch
 
         webhooks.dispatch.kick = self._kick
+        lines = logging.getLogger("roster.requests")
+        for handler in lines.handlers:
+            if handler not in self._saved_logging[1]:
+                handler.stream.close()
+        lines.level, lines.handlers, lines.propagate = self._saved_logging
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[str, bytes]:
         data = json.dumps(body).encode() if body is not None else b""
@@ -205,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     env["LOG_LEVEL"] = "ERROR"  # django.request logs every 404 as a warning; not what is measured here
     recreate_database(args.database)
     os.environ.update(env)
+    # The metrics variants write files as a gunicorn worker does (multiprocess mode is chosen when
+    # prometheus-client is first imported, on the first metric recorded).
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="roster-costs-metrics-")
     import django
 
     django.setup()

@@ -164,7 +164,8 @@ def roster_env(opts: RosterOptions) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "CELERY_", "WEBHOOK_", "GUNICORN_")) and k not in ("DATABASE_URL", "DEBUG")
+        if not k.startswith(("DJANGO_", "CELERY_", "WEBHOOK_", "GUNICORN_", "PROMETHEUS_", "METRICS_", "LOG_"))
+        and k not in ("DATABASE_URL", "DEBUG")
     }
     env.update(
         {
@@ -176,7 +177,11 @@ def roster_env(opts: RosterOptions) -> dict[str, str]:
             "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
             "API_KEYS": "bench-key",
             "EXTERNAL_URL": f"http://127.0.0.1:{opts.port}",
-            "LOG_LEVEL": "WARNING",
+            # Operations on, as in production (issue 22: the comparison must hold with them): every SCIM
+            # request counted for /metrics, a JSON line per SCIM write and per 4xx.
+            "METRICS_TOKEN": "bench-metrics-token",
+            "LOG_FORMAT": "json",
+            "LOG_LEVEL": "INFO",
             "PYTHONUNBUFFERED": "1",
         }
     )

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from celery import Celery
+from celery import Celery, signals
+
+from core.logformat import json_from_environ
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery's Django fixup runs Django's system checks when a worker starts, and the URL checks import every
@@ -34,3 +37,35 @@ app.conf.beat_schedule = {
 }
 
 app.autodiscover_tasks()
+
+
+# --- the node's metrics and log format (contract §7.1) ---------------------------------------------------
+
+
+@signals.worker_init.connect
+def _worker_metrics(**_kwargs: object) -> None:
+    """A worker (`celery -A config worker` or `python -m server.worker`) writes its metrics in its own
+    folder under METRICS_DIR, which /metrics reads with the web workers' (core/metricsdir.py). Its first
+    metric is recorded by a task, after this: prometheus-client then reads the variable set here."""
+    from django.conf import settings
+
+    from core import metricsdir
+
+    metricsdir.use(metricsdir.worker_prepare(Path(settings.METRICS_DIR), os.getpid()))
+
+
+def _logging_from_settings(loglevel: int | str | None = None, **_kwargs: object) -> None:
+    """LOG_FORMAT=json: the worker's and beat's lines go through Roster's LOGGING (one JSON object per
+    line, with the directory id of a drain) instead of Celery's own text format. `-l` still sets the level."""
+    import logging.config
+
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
+    if loglevel:
+        logging.getLogger().setLevel(loglevel)
+
+
+# Connected only for JSON: any receiver of setup_logging replaces Celery's own set-up, which plain text keeps.
+if json_from_environ():
+    signals.setup_logging.connect(_logging_from_settings, weak=False)

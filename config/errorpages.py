@@ -160,6 +160,10 @@ def _surface_error(
 
 def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     # Django's SuspiciousOperation family (a Host header ALLOWED_HOSTS refuses, too many fields) ends here.
+    if isinstance(exception, SuspiciousOperation):
+        # django.security has logged it (one WARNING line, core.logfilters), with the request id: that
+        # is the request's line, config.requestscope adds none.
+        mark_logged(request)
     if isinstance(exception, RequestDataTooBig):
         return _surface_error(
             request, 413, "The request body is too large.", lambda: defaults.bad_request(request, exception)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import logging
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import BASE_DIR, env, require
+from core import metricsdir
+from core.logformat import formatter_class
 
 DEBUG = env.bool("DEBUG", default=False)
 
@@ -57,10 +59,14 @@ INSTALLED_APPS = [
     "adminapi",
     "restapi",
     "portal",
+    "operations",
 ]
 
 MIDDLEWARE = [
-    # Outermost: REST and admin API answers get X-Request-Id, and no exception leaves them as HTML or a
+    # Outermost: every answer carries X-Request-Id, every log line of the request its id, every 4xx/5xx
+    # leaves a log line, and the request is counted for /metrics (config/requestscope.py).
+    "config.requestscope.RequestScopeMiddleware",
+    # Then: REST and admin API answers get X-Request-Id, and no exception leaves them as HTML or a
     # bare 500 (a lost database is a 503 with Retry-After).
     "config.errorpages.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -78,6 +84,7 @@ MIDDLEWARE = [
 # chain, scim/http/wsgi.py does that work itself without Django's handler; any other chain runs as listed.
 SCIM_PATH_PREFIX = "/api/scim/"
 SCIM_MIDDLEWARE = [
+    "config.requestscope.RequestScopeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
 ]
@@ -189,17 +196,39 @@ CELERY_TASK_TIME_LIMIT = 120
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 
+# --- operations (contract §7.1) ---------------------------------------------------------------------------
+# `plain` (for people, the default) or `json` (one object per line: time, level, logger, message,
+# request_id, directory_id where known). gunicorn's and Celery's own lines follow it too
+# (server/gunicorn.conf.py, config/celery.py).
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}.")
+# GET /metrics answers only with `Authorization: Bearer <METRICS_TOKEN>`, and 404 while it is unset
+# (then nothing is counted either).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="") or None
+# The node's metrics files (core/metricsdir.py): one folder per node, best on a tmpfs.
+METRICS_DIR = env.str("METRICS_DIR", default="") or str(metricsdir.default_base())
+# Tells builds of one version apart in roster_build_info (e.g. the deployed git commit).
+ROSTER_REVISION = env.str("ROSTER_REVISION", default="")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {"roster": {"()": formatter_class(LOG_FORMAT)}},
     "filters": {
         "already_logged": {"()": "core.logfilters.SkipAlreadyLogged"},
         "client_refusal": {"()": "core.logfilters.ClientRefusalWithoutTraceback"},
+        "request_scope": {"()": "core.logfilters.RequestScopeFields"},
     },
     # On the handler, not the `django.security` logger: a logger's filters do not see the records of its
     # children (django.security.TooManyFieldsSent, .DisallowedHost...), a handler's see every record.
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["client_refusal"]}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "roster",
+            "filters": ["client_refusal", "request_scope"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         # Request lines carry SCIM filter strings (userName values are PII, RFC 7644 §7.5.2).
@@ -210,10 +239,7 @@ LOGGING = {
     },
 }
 
-if not DB_ENCRYPTION_KEY:
-    logging.getLogger("roster.settings").warning(
-        "DB_ENCRYPTION_KEY is not set: SCIM and webhook secrets are stored in clear in the database."
-    )
+# (Without DB_ENCRYPTION_KEY, operations.apps warns at start, once logging is configured in LOG_FORMAT.)
 AUTH_USER_MODEL = "adminauth.AdminUser"
 
 # Admin API and portal sign-in (adminauth.throttle): failed attempts allowed per client address in a sliding

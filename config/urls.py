@@ -1,4 +1,4 @@
-"""Top-level routes: one include per surface, and the health probe."""
+"""Top-level routes: one include per surface, the health and readiness probes, and the metrics."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ from django.views.generic import RedirectView
 
 from config.errorpages import api_not_found
 from directories.health import healthz
+from operations.views import metrics_view, readyz
 
 urlpatterns = [
     # SCIM first: identity providers send most of the traffic, and Django tries the patterns in order.
     path("api/scim/v2.0/", include("scim.http.urls")),
     path("", include("restapi.urls")),
     path("healthz", healthz, name="healthz"),
+    # Operations (contract §7.1): readiness for the load balancer, the node's Prometheus metrics.
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("auditlog/admin/v1/", include("adminapi.urls")),
     path("portal", RedirectView.as_view(url="/portal/", permanent=False)),
     path("", RedirectView.as_view(url="/portal/", permanent=False)),

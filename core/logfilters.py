@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from core.requestid import SCOPE_KEY, scope_current
+
 # Set on a request whose failure Roster's own error funnel has already logged (one line per request).
 ALREADY_LOGGED = "roster_error_logged"
 
@@ -35,4 +37,24 @@ class ClientRefusalWithoutTraceback(logging.Filter):
         record.exc_text = None
         if record.levelno > logging.WARNING:
             record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
+
+
+class RequestScopeFields(logging.Filter):
+    """On the handlers: every record gets `request_id` and `directory_id` from the request (or job) it was
+    written in (core.requestid), None outside one, so no log call has to pass them. Django's handler logs
+    a 5xx (`django.request`) after the middleware chain has returned; that record carries the request,
+    whose environ still holds the scope."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        scope = scope_current()
+        if scope is None:
+            scope = getattr(getattr(record, "request", None), "META", {}).get(SCOPE_KEY)
+        fields = record.__dict__
+        if scope is None:
+            fields.setdefault("request_id", None)
+            fields.setdefault("directory_id", None)
+        else:
+            fields.setdefault("request_id", scope.request_id)
+            fields.setdefault("directory_id", scope.directory_id)
         return True

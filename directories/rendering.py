@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -73,3 +74,10 @@ def group_data(group: DirectoryGroup) -> dict[str, Any]:
         "created_at": iso_utc(group.created_at),
         "updated_at": iso_utc(group.updated_at),
     }
+
+
+def group_with_members_data(group: DirectoryGroup, member_ids: Iterable[Any]) -> dict[str, Any]:
+    """A Group with `members: [{group_id, user_id}]`: the REST group detail, and each group of an export."""
+    data = group_data(group)
+    data["members"] = [{"group_id": data["id"], "user_id": str(user_id)} for user_id in member_ids]
+    return data

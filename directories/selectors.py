@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -260,6 +260,28 @@ def user_groups_attach(*, users: Sequence[DirectoryUser]) -> None:
     )
     for user_id, group_id, name in rows:
         missing[user_id].member_of.append((group_id, name))  # type: ignore[union-attr]
+
+
+def directory_groups_with_members(
+    *, directory: Directory, chunk: int = 500
+) -> Iterator[tuple[DirectoryGroup, list[uuid.UUID]]]:
+    """Every group of the directory, oldest first, with its members' ids in the order they joined: one
+    query per `chunk` groups and one for their memberships, so memory stays flat on any size."""
+    last: tuple[Any, Any] | None = None
+    while True:
+        groups = directory_groups(directory=directory)
+        if last is not None:
+            groups = groups.filter(Q(created_at__gt=last[0]) | Q(created_at=last[0], id__gt=last[1]))
+        page = list(groups[:chunk])
+        if not page:
+            return
+        members: dict[uuid.UUID, list[uuid.UUID]] = {group.id: [] for group in page}
+        rows = GroupMembership.objects.filter(group_id__in=list(members)).order_by("id")
+        for group_id, user_id in rows.values_list("group_id", "user_id"):
+            members[group_id].append(user_id)
+        for group in page:
+            yield group, members[group.id]
+        last = (page[-1].created_at, page[-1].id)
 
 
 def group_member_ids(*, group: DirectoryGroup) -> list[uuid.UUID]:

@@ -31,7 +31,7 @@ from core.apiinput import (
 from core.envelope import EnvelopeOnly, ok
 from core.errors import NotFound
 from directories.models import ApiKey, Directory, DirectoryUser
-from directories.rendering import directory_data, group_data, user_data
+from directories.rendering import directory_data, group_data, group_with_members_data, user_data
 from directories.selectors import (
     UserFilters,
     directories_by_id,
@@ -308,7 +308,4 @@ class GroupDetailApi(ApiView):
         group = tenant_group_get(tenant=tenant, product=product, group_id=group_id)
         if group is None:
             raise NotFound("Group not found.")
-        data = group_data(group)
-        group_id_str = data["id"]
-        data["members"] = [{"group_id": group_id_str, "user_id": str(u)} for u in group_member_ids(group=group)]
-        return ok(data)
+        return ok(group_with_members_data(group, group_member_ids(group=group)))

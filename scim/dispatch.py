@@ -19,6 +19,7 @@ import orjson
 from django.db import transaction
 from django.db.models import Q
 
+from core.requestid import scope_directory
 from directories.models import Directory
 from directories.selectors import directory_get, user_groups_attach
 from scim import services, storage
@@ -96,6 +97,7 @@ def authenticate(directory_id: Any, secret: Any, *, read: FirstRead | None = Non
     # Compare even when the directory is unknown, so timing does not reveal which directories exist.
     if not hmac.compare_digest(presented, expected) or directory is None or not presented:
         raise ScimError(401, UNAUTHORIZED)
+    scope_directory(directory.id, directory.type)  # log lines and /metrics name it from here on
     if directory.deactivated:
         raise ScimError(403, "This directory is deactivated; it accepts no SCIM requests.")
     return directory

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from pathlib import Path
+
+from core import metricsdir
+from core.logformat import json_from_environ
 
 
 def _int(name: str, default: int) -> int:
@@ -103,6 +107,10 @@ def when_ready(server: object) -> None:
 
     get_resolver().url_patterns  # noqa: B018 - the import side effect is the point
     _broker_transport_load()
+    # core.metrics imports prometheus-client on the first metric recorded, in a worker: imported here, its
+    # pages are shared (about 0.4 MB a worker). PROMETHEUS_MULTIPROC_DIR is set by now (below).
+    import prometheus_client.multiprocess  # noqa: F401
+
     gc.collect()
     gc.freeze()
 
@@ -129,3 +137,32 @@ def _broker_transport_load() -> None:
 
 # Behind a TLS-terminating proxy on the same host; widen with FORWARDED_ALLOW_IPS.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+# --- the node's metrics and log format (contract §7.1) --------------------------------------------------
+#
+# The workers write their metrics under METRICS_DIR/web (core/metricsdir.py), where /metrics, served by
+# any of them, reads them together with the Celery workers' of this node. prometheus-client reads the
+# variable when it is first imported, in a worker: set here, before the app is loaded.
+_metrics_base = Path(os.environ.get("METRICS_DIR") or metricsdir.default_base())
+_metrics_web = _metrics_base / metricsdir.WEB
+metricsdir.use(_metrics_web)
+
+
+def on_starting(server: object) -> None:
+    """The master starts: the node's web metrics start from an empty folder (a restart is a counter reset
+    to Prometheus), and the folders of Celery workers that are gone go too."""
+    metricsdir.web_prepare(_metrics_base)
+
+
+def child_exit(server: object, worker: object) -> None:
+    """A worker exited: its counters stay in the node's totals; its live gauges, if any, are marked dead."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid, str(_metrics_web))  # type: ignore[attr-defined]
+
+
+# LOG_FORMAT=json: gunicorn's own lines (start, workers, refused requests, the access log when it is on) are
+# JSON objects too, in the application's format, so one log stream parses line by line.
+if json_from_environ():
+    logger_class = "server.gunicorn_logger.JsonLogger"

@@ -63,6 +63,7 @@ from gunicorn.http.errors import LimitRequestHeaders, LimitRequestLine
 from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers.base import Worker
 
+from core.requestid import HEADER, request_id_new
 from scim.protocol.errors import ERROR_SCHEMA
 
 # A connection idle this long when a client is waiting is closed to make room: its client is between
@@ -168,8 +169,9 @@ def limit_error(exc: BaseException, cfg: Any) -> tuple[int, str] | None:
     return None
 
 
-def error_response(status: int, message: str, path: str | None) -> bytes:
-    """The whole HTTP response (it closes the connection) for `status` in the format of `path`'s surface."""
+def error_response(status: int, message: str, path: str | None, request_id: str = "") -> bytes:
+    """The whole HTTP response (it closes the connection) for `status` in the format of `path`'s surface,
+    with the `X-Request-Id` its log line names (every answer carries one, contract §7.1)."""
     surface = surface_of(path)
     scim = {"schemas": [ERROR_SCHEMA], "status": str(status), "detail": message}
     envelope = {"data": None, "error": {"message": message, "code": status}}
@@ -181,9 +183,10 @@ def error_response(status: int, message: str, path: str | None) -> bytes:
         content_type, body = "text/plain; charset=utf-8", message.encode() + b"\n"
     else:
         content_type, body = "application/json", orjson.dumps({**scim, **envelope})
+    request_id = request_id or request_id_new()
     head = (
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Bad Request')}\r\nConnection: close\r\n"
-        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{HEADER}: {request_id}\r\n\r\n"
     )
     return head.encode("latin-1") + body
 
@@ -198,10 +201,14 @@ def error_handle(
         Worker.handle_error(worker, req, client, addr, exc)
         return
     status, message = refused
+    # The client's X-Request-Id cannot be trusted to have been parsed: a new id ties answer and line.
+    request_id = request_id_new()
     # One line, as gunicorn logs it; never the request line itself (it may carry personal data).
-    worker.log.warning("Invalid request from ip=%s: %s (%d)", (addr or ("",))[0], type(exc).__name__, status)
+    worker.log.warning(
+        "Invalid request from ip=%s: %s (%d) request_id=%s", (addr or ("",))[0], type(exc).__name__, status, request_id
+    )
     try:
-        util.write_nonblock(client, error_response(status, message, request_target(head)))
+        util.write_nonblock(client, error_response(status, message, request_target(head), request_id))
     except Exception:  # noqa: BLE001 - the client is gone: nothing to tell it
         worker.log.debug("Failed to send error message.")
 

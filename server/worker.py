@@ -47,6 +47,7 @@ def build(args: argparse.Namespace) -> Any:
     import logging
 
     from config.celery import app
+    from core.logformat import json_from_environ
 
     return app.Worker(
         pool_cls=args.pool or app.conf.worker_pool,
@@ -57,6 +58,8 @@ def build(args: argparse.Namespace) -> Any:
         without_gossip=args.without_gossip,
         without_mingle=args.without_mingle,
         without_heartbeat=args.without_heartbeat,
+        # The banner is printed, not logged: with LOG_FORMAT=json every line of the output is a JSON object.
+        quiet=json_from_environ(),
     )
 
 

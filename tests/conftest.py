@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -72,3 +76,61 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kwargs = dict(marker.kwargs) if marker is not None else {}
         kwargs["transaction"] = True
         item.add_marker(pytest.mark.django_db(*(marker.args if marker else ()), **kwargs), append=False)
+
+
+# --- operations: what the console handler writes ---------------------------------------------------------
+
+
+class ConsoleLog:
+    """What Roster's console handler wrote during a test, in the format the test chose."""
+
+    def __init__(self, stream: io.StringIO) -> None:
+        self.stream = stream
+
+    @property
+    def text(self) -> str:
+        return self.stream.getvalue()
+
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def objects(self) -> list[dict]:
+        """Every line as JSON (LOG_FORMAT=json): each must parse on its own."""
+        return [json.loads(line) for line in self.lines()]
+
+
+@pytest.fixture
+def console_log() -> Iterator[Callable[[str], ConsoleLog]]:
+    """`console_log("json")` (or "plain"): Roster's console handler (the LOGGING setting's `console`) writes
+    into a buffer with that format, with the request-scope filter, until the test ends. Should an earlier
+    test have replaced the root logger's handlers (an in-process Celery worker takes the root logger
+    over), a handler like it stands in."""
+    from core.logfilters import RequestScopeFields
+    from core.logformat import JsonFormatter, PlainFormatter
+
+    root = logging.getLogger()
+    found = [h for h in root.handlers if isinstance(h, logging.StreamHandler) and h.get_name() == "console"]
+    console = found[0] if found else logging.StreamHandler()
+    if not found:
+        root.addHandler(console)
+    scope_filter = None
+    if not any(isinstance(f, RequestScopeFields) for f in console.filters):
+        scope_filter = RequestScopeFields()
+        console.addFilter(scope_filter)
+    saved_stream, saved_formatter, saved_level = console.stream, console.formatter, root.level
+    root.setLevel(logging.INFO)
+
+    def capture(log_format: str) -> ConsoleLog:
+        stream = io.StringIO()
+        console.setStream(stream)
+        console.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
+        return ConsoleLog(stream)
+
+    yield capture
+    console.setStream(saved_stream)
+    console.setFormatter(saved_formatter)
+    root.setLevel(saved_level)
+    if scope_filter is not None:
+        console.removeFilter(scope_filter)
+    if not found:
+        root.removeHandler(console)

@@ -72,6 +72,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connections
 
+from core.requestid import scope_bound
 from webhooks.drainflag import DrainFlag
 from webhooks.services import delivery
 from webhooks.services.delivery import CLAIM_HOLD, BatchResult
@@ -267,6 +268,11 @@ class _Drain:
 def drain_run(directory_id: str, target: str, *, should_stop: Callable[[], bool] | None = None) -> dict[str, int]:
     """The body of the `webhooks.drain` task: drain one key, coordinating through the broker's Redis
     when it is Redis. `should_stop` tells a drain that its worker is shutting down. Returns the totals."""
+    with scope_bound(directory_id=directory_id):  # its log lines name the directory
+        return _drain_run(directory_id, target, should_stop)
+
+
+def _drain_run(directory_id: str, target: str, should_stop: Callable[[], bool] | None) -> dict[str, int]:
     drain = _Drain((str(directory_id), target), should_stop)
     flags = _drain_flag()
     try:
@@ -383,6 +389,11 @@ def _forget(future: Future) -> None:
 
 
 def _run_in_process(key: Key) -> None:
+    with scope_bound(directory_id=key[0]):  # its log lines name the directory
+        _drain_in_process(key)
+
+
+def _drain_in_process(key: Key) -> None:
     drain = _Drain(key)
     registered = True  # this job's entry in _dirty; once given up, a new drain may own the key
     try:

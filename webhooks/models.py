@@ -79,3 +79,19 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.event_id} ({'delivered' if self.delivered else 'failed'})"
+
+
+class Heartbeat(models.Model):
+    """The last time a background process showed it was alive, where every node can read it.
+
+    `sweep`: the last run of the sweep (celery beat's `webhooks.sweep`, or `manage.py webhooks_sweep`
+    from cron), which `manage.py doctor` and /metrics read to tell that beat runs. `ping:<token>`: the
+    answer of a worker to `manage.py doctor`'s ping task, deleted once read.
+    """
+
+    name = models.CharField(max_length=64, primary_key=True)
+    at = models.DateTimeField()
+    detail = models.CharField(max_length=255, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.at}"

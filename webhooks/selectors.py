@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, Min, QuerySet
 
 from directories.models import Directory
-from webhooks.models import WebhookDelivery
+from webhooks.models import EventState, Heartbeat, WebhookDelivery, WebhookEvent
 
 
 def delivery_list(*, directory: Directory, failed: bool | None = None) -> QuerySet[WebhookDelivery]:
@@ -66,3 +66,40 @@ def webhook_target_get(*, directory_id: uuid.UUID) -> WebhookTarget | None:
     deactivated, url, secret, log = row
     secret = fields[2].from_db_value(secret, None, connection)
     return WebhookTarget(bool(deactivated), url or "", secret or "", bool(log))
+
+
+# --- operations: what /metrics and manage.py doctor read (service-wide, not one directory's) -----------------
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxBacklog:
+    pending: int  # committed, not yet attempted
+    sending: int  # claimed by a drain, attempt under way (or its worker died)
+    oldest_pending_at: Any  # datetime of the oldest pending event, None when none is pending
+
+
+def outbox_backlog() -> OutboxBacklog:
+    """Every directory's outbox at once, in one grouped query over the (state, created_at) index."""
+    counts = {
+        row["state"]: row
+        for row in WebhookEvent.objects.filter(state__in=[EventState.PENDING, EventState.SENDING])
+        .values("state")
+        .annotate(n=Count("id"), oldest=Min("created_at"))
+        .order_by()
+    }
+    pending = counts.get(EventState.PENDING) or {}
+    return OutboxBacklog(
+        pending=pending.get("n", 0),
+        sending=(counts.get(EventState.SENDING) or {}).get("n", 0),
+        oldest_pending_at=pending.get("oldest"),
+    )
+
+
+def sending_count(*, claimed_before: Any) -> int:
+    """Events still `sending` that were claimed before this moment (with webhooks.services'
+    sending_stale_after(): attempts whose worker died, not reported yet)."""
+    return WebhookEvent.objects.filter(state=EventState.SENDING, claimed_at__lt=claimed_before).count()
+
+
+def heartbeat_get(*, name: str) -> Heartbeat | None:
+    return Heartbeat.objects.filter(name=name).first()

@@ -7,6 +7,8 @@ project's configuration.
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.worker import state as worker_state
@@ -77,3 +79,15 @@ def webhook_events_sweep() -> dict[str, int]:
 def webhook_deliveries_purge() -> dict[str, int]:
     result = services.deliveries_purge()
     return {"deliveries": result.deliveries, "events": result.events}
+
+
+@shared_task(name="webhooks.ping", bind=True, ignore_result=True, time_limit=30)
+def worker_ping(self: Any, token: str) -> None:
+    """`manage.py doctor`'s question "is a worker alive?": the answer is a row doctor reads."""
+    services.worker_ping_answer(token=str(token), hostname=str(self.request.hostname or ""))
+
+
+def worker_ping_publish(token: str) -> None:
+    """Send doctor's ping. A ping no worker took while doctor waited is answered whenever one starts; its
+    row is then removed by a later answer (services.worker_ping_answer)."""
+    worker_ping.apply_async(args=[token], retry=False)

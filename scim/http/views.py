@@ -4,14 +4,16 @@
 WSGI environ (the path production takes). Both hand it the environ and a way to read the body, and
 `http_request` makes them the one `ScimRequest` (scim/http/request.py) the processor takes. Every answer,
 errors included, is `application/scim+json` (interop E11). Body size and content type are checked
-before anything else so that a huge or non-JSON body is never read into the processor.
+before anything else so that a huge or non-JSON body is never read into the processor. Each answered
+request is counted for /metrics and, when it is a write or a 4xx, logged (scim/http/observe.py).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 import orjson
@@ -22,8 +24,9 @@ from django.views.decorators.csrf import csrf_exempt
 
 from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
-from core.requestid import ENVIRON_KEY, HEADER, request_id_from
+from core.requestid import HEADER, scope_enter
 from scim.dispatch import MAX_BODY_BYTES, allowed_methods, process
+from scim.http.observe import resource_type_of, scim_observed
 from scim.http.request import ScimRequest
 from scim.protocol.errors import ScimError, invalid_syntax
 
@@ -42,7 +45,7 @@ RESOURCES = {
 
 
 def scim_answer(
-    environ: Mapping[str, Any],
+    environ: MutableMapping[str, Any],
     read_body: Callable[[], bytes],
     directory_id: str,
     resource: str = "",
@@ -56,8 +59,10 @@ def scim_answer(
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
     the request's id (`X-Request-Id`, on every answer). The log lines name the method, the path and the
     request id, never the body, the query or the Authorization header (they carry PII and secrets)."""
+    started = time.perf_counter()
     method = (environ.get("REQUEST_METHOD") or "GET").upper()
-    request_id = request_id_from(environ.get(ENVIRON_KEY))
+    scope, scope_token = scope_enter(environ)
+    request_id = scope.request_id
     request = data = None
     extra: list[tuple[str, str]] = []
     try:
@@ -101,6 +106,8 @@ def scim_answer(
         location = (data.get("meta") or {}).get("location")
         if location:
             headers.append(("Location", location))
+    resource_type = request.resource_type if request is not None else resource_type_of(RESOURCES, resource)
+    scim_observed(scope, scope_token, method=method, resource_type=resource_type, status=status, started=started)
     return status, body, headers
 
 
@@ -139,7 +146,7 @@ def http_request(
         length = 0
     if length > MAX_BODY_BYTES:
         raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-    resource_type = RESOURCES.get(resource.lower(), resource.lower() or "-")
+    resource_type = resource_type_of(RESOURCES, resource)
     allowed = allowed_methods(resource_type, resource_id)
     wants_body = method in ("POST", "PUT", "PATCH") and allowed is not None and method in allowed
     body = read_body() if wants_body else b""

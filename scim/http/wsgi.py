@@ -36,7 +36,12 @@ from scim.http.routes import scim_route
 from scim.http.views import scim_answer
 
 # The SCIM_MIDDLEWARE whose work this module does itself (config/settings.py).
-COVERED_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "django.middleware.common.CommonMiddleware"]
+# The request scope (request id, /metrics counts, log lines) is opened by scim.http.views itself.
+COVERED_MIDDLEWARE = [
+    "config.requestscope.RequestScopeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
 _REASONS = {status.value: status.phrase for status in http.HTTPStatus}
 _HOSTS_REMEMBERED = 64
 

@@ -34,10 +34,13 @@ import redis
 from bench.httpclient import Client
 from bench.procs import Service, memory_kib, process_tree, wait_http
 from bench.systems import RosterOptions, roster_env
+from core.metricsdir import pid_alive
 from tests.webhooks.conftest import Received, Receiver, _handler, _QuietServer, closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "faults-api-key"
+ADMIN_ROOT_TOKEN = "faults-admin-root-token-0123456789"
+METRICS_TOKEN = "faults-metrics-token-0123456789"
 WEBHOOK_TIMEOUT = 2.0
 HUGE_BYTES = 100 * 1024 * 1024
 
@@ -132,16 +135,6 @@ class PostgresCluster:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --- Redis --------------------------------------------------------------------------------------------
@@ -268,12 +261,37 @@ class Roster:
                     "WEBHOOK_TIMEOUT": str(WEBHOOK_TIMEOUT),
                     "GUNICORN_BIND": f"127.0.0.1:{self.port}",
                     "GUNICORN_WORKERS": "2",
+                    # Operations (tests/faults/test_nodes.py): the admin API, /metrics of this node only.
+                    "ADMIN_ROOT_TOKEN": ADMIN_ROOT_TOKEN,
+                    "ADMIN_JWT_SECRET": "faults-admin-jwt-secret-0123456789abcdef",
+                    "METRICS_TOKEN": METRICS_TOKEN,
+                    "METRICS_DIR": str(logs / "metrics"),
+                    # The scenarios count the web server's log lines per failed request: only warnings.
+                    "LOG_LEVEL": "WARNING",
+                    "LOG_FORMAT": "plain",
                 },
             )
         )
         self.web: Service | None = None
         self.worker: Service | None = None
         self.worker_log_from = 0
+
+    def other_node(self, logs: Path) -> Roster:
+        """Another node of the same deployment: its own gunicorn and Celery worker, on this one's database
+        and broker, with the same settings and secrets (a second machine, as far as Roster can tell)."""
+        node = Roster.__new__(Roster)
+        node.pg, node.redis, node.logs = self.pg, self.redis, logs
+        node.port = free_port()
+        node.database_url = self.database_url
+        node.env = {
+            **self.env,
+            "GUNICORN_BIND": f"127.0.0.1:{node.port}",
+            "PORT": str(node.port),
+            "METRICS_DIR": str(logs / "metrics"),
+        }
+        node.web = node.worker = None
+        node.worker_log_from = 0
+        return node
 
     @property
     def base_url(self) -> str:
@@ -294,10 +312,23 @@ class Roster:
 
     def start(self) -> None:
         self.manage("migrate", "--noinput")
+        self.web_start()
+        self.worker_start()
+
+    def web_start(self) -> None:
         argv = [sys.executable, "-m", "gunicorn", "-c", "server/gunicorn.conf.py", "config.wsgi"]
         self.web = Service("roster-web", argv, env=self.env, cwd=ROOT, log=self.logs / "web.log")
         wait_http("127.0.0.1", self.port, "/healthz", timeout=60, proc=self.web)
-        self.worker_start()
+
+    @staticmethod
+    def terminate(service: Service, timeout: float = 60.0) -> int:
+        """SIGTERM, as systemd or a rolling deploy stops a process, and wait for it to finish on its own
+        (gunicorn's graceful timeout, Celery's warm shutdown); its exit code."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(service.pid, signal.SIGTERM)
+        code = service.proc.wait(timeout)
+        service.stop()
+        return code
 
     def worker_start(self) -> None:
         argv = [sys.executable, "-m", "server.worker", "--pool", "threads", "-c", "4", "-l", "INFO"]

@@ -3,7 +3,8 @@
 - `recording`: events into the outbox, in the caller's transaction, with one drain kick after commit;
 - `delivery`: claiming a directory's events in batches and making each one's single attempt;
 - `reconnect`: riding out a lost database connection while the drain records what happened;
-- `sweeping`: what a broker or worker outage left behind, the delivery-log purge, a deleted directory's events.
+- `sweeping`: what a broker or worker outage left behind, the delivery-log purge, a deleted directory's events;
+- `heartbeats`: the last sweep and the workers' answers to `manage.py doctor`'s ping.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from webhooks.services.delivery import (
     events_batch_deliver,
     sending_stale_after,
 )
+from webhooks.services.heartbeats import SWEEP, heartbeat_record, worker_ping_answer, worker_ping_forget
 from webhooks.services.reconnect import RECORD_RETRY
 from webhooks.services.recording import (
     PreparedEvents,
@@ -38,6 +40,7 @@ __all__ = [
     "BATCH_SIZE",
     "CLAIM_HOLD",
     "RECORD_RETRY",
+    "SWEEP",
     "SWEEP_PENDING_AGE",
     "BatchResult",
     "PreparedEvents",
@@ -53,5 +56,8 @@ __all__ = [
     "events_prepare",
     "events_record",
     "events_sweep",
+    "heartbeat_record",
     "sending_stale_after",
+    "worker_ping_answer",
+    "worker_ping_forget",
 ]

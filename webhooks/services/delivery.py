@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core import metrics
 from directories.models import Directory
 from webhooks import transport
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
@@ -213,6 +214,7 @@ def _deliver_claimed(
         raise
     if isinstance(resolved, str):
         logger.info("%d webhook event(s) of directory %s dropped: %s", len(events), directory_id, resolved)
+        metrics.deliveries_closed(outcome="dropped", reason=resolved, count=len(events))
         return BatchResult(claimed=len(events), dropped=len(events))
 
     # Measured from the claim, so time spent riding out a lost connection above counts against it.
@@ -238,11 +240,18 @@ def _deliver_claimed(
             }
             if resolved.secret:
                 headers[SIGNATURE_HEADER] = signature_header(body, resolved.secret)
-            attempted_at = timezone.now() if logging_on else None
+            sent_at = timezone.now()
+            attempted_at = sent_at if logging_on else None
             in_attempt = True
             result = transport.post(resolved.url, body, headers, timeout)
             outcomes.append((event, result, attempted_at))
             in_attempt = False
+            metrics.delivery_attempted(
+                delivered=result.delivered,
+                error_class=result.error_class,
+                seconds=result.latency_ms / 1000,
+                lag=(sent_at - event.created_at).total_seconds() if event.created_at else None,
+            )
             if result.delivered:
                 logger.debug(
                     "webhook event %s (%s) delivered: %s in %d ms",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
@@ -19,6 +20,7 @@ class Claimed:
     id: uuid.UUID
     event_type: str
     body: str
+    created_at: datetime | None = None  # when it was recorded (with the change): the start of its lag
 
 
 _names: dict[str, tuple[str, dict[str, str]]] = {}
@@ -112,7 +114,19 @@ def claim_batch(directory_id: uuid.UUID, target: str, limit: int, claimed_at: An
     # RETURNING gives no order; sort as the claim did. (created_at compares as datetimes on PostgreSQL
     # and as fixed-format text on SQLite; the id tie-break compares the same way as in SQL.)
     rows.sort(key=lambda row: (row[3], row[0]))
-    return [Claimed(as_uuid(row[0]), row[1], row[2]) for row in rows]
+    return [Claimed(as_uuid(row[0]), row[1], row[2], _moment(row[3])) for row in rows]
+
+
+def _moment(value: Any) -> datetime | None:
+    """A created_at as the claim returned it: a datetime on PostgreSQL, Django's UTC text on SQLite."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if isinstance(value, datetime) and value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value if isinstance(value, datetime) else None
 
 
 def claim_one(event_id: uuid.UUID, claimed_at: Any = None) -> tuple[Claimed, uuid.UUID, str] | None:
@@ -123,14 +137,17 @@ def claim_one(event_id: uuid.UUID, claimed_at: Any = None) -> tuple[Claimed, uui
             state=EventState.SENDING, claimed_at=claimed_at
         ):
             return None
-        row = WebhookEvent.objects.values_list("id", "event_type", "body", "directory_id", "target").get(pk=event_id)
+        row = WebhookEvent.objects.values_list("id", "event_type", "body", "directory_id", "target", "created_at").get(
+            pk=event_id
+        )
     else:
         meta = WebhookEvent._meta
         table, c = _columns()
         sql = (
             f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s "  # noqa: S608
             f"WHERE {c['id']} = %s AND {c['state']} = %s "
-            f"RETURNING {c['id']}, {c['event_type']}, {c['body']}, {c['directory_id']}, {c['target']}"
+            f"RETURNING {c['id']}, {c['event_type']}, {c['body']}, {c['directory_id']}, {c['target']}, "
+            f"{c['created_at']}"
         )
         params = [
             EventState.SENDING,
@@ -143,7 +160,7 @@ def claim_one(event_id: uuid.UUID, claimed_at: Any = None) -> tuple[Claimed, uui
             row = cursor.fetchone()
         if row is None:
             return None
-    return Claimed(as_uuid(row[0]), row[1], row[2]), as_uuid(row[3]), row[4]
+    return Claimed(as_uuid(row[0]), row[1], row[2], _moment(row[5])), as_uuid(row[3]), row[4]
 
 
 def _claim_generic(event_ids: Any, claimed_at: Any) -> list[Claimed]:
@@ -155,8 +172,8 @@ def _claim_generic(event_ids: Any, claimed_at: Any) -> list[Claimed]:
             state=EventState.SENDING, claimed_at=claimed_at
         )
     ]
-    rows = WebhookEvent.objects.filter(pk__in=won).order_by("created_at", "id").values_list("id", "event_type", "body")
-    return [Claimed(*row) for row in rows]
+    rows = WebhookEvent.objects.filter(pk__in=won).order_by("created_at", "id")
+    return [Claimed(*row) for row in rows.values_list("id", "event_type", "body", "created_at")]
 
 
 def delete_sending(ids: list[uuid.UUID]) -> list[uuid.UUID]:

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core import metrics
 from core.timefmt import iso_utc
 from directories.models import Directory
 from webhooks import dispatch
@@ -52,13 +53,13 @@ class _Kicks:
         self.committed = False
         self.kicked: set[tuple[uuid.UUID, str]] = set()
 
-    def kick(self, directory_id: uuid.UUID, target: str) -> None:
+    def kick(self, directory_id: uuid.UUID, target: str, event_types: tuple[str, ...]) -> None:
         self.committed = True
         key = (directory_id, target)
-        if key in self.kicked:
-            return
-        self.kicked.add(key)
-        dispatch.kick(directory_id, target)
+        if key not in self.kicked:
+            self.kicked.add(key)
+            dispatch.kick(directory_id, target)
+        metrics.events_recorded(event_types)  # after the commit: a rolled-back change counts nothing
 
 
 # The open batch of each database connection (connections belong to one thread). A batch whose
@@ -66,14 +67,14 @@ class _Kicks:
 _batches: weakref.WeakKeyDictionary[Any, _Kicks] = weakref.WeakKeyDictionary()
 
 
-def _kick_after_commit(directory_id: uuid.UUID, target: str) -> None:
+def _kick_after_commit(directory_id: uuid.UUID, target: str, event_types: tuple[str, ...]) -> None:
     """Ask for a drain of (directory, target) once the current transaction commits (at once in
     autocommit, where Django runs the callback immediately): one kick per transaction and key."""
     connection = transaction.get_connection()
     batch = _batches.get(connection)
     if batch is None or batch.committed:
         batch = _batches[connection] = _Kicks()
-    transaction.on_commit(functools.partial(batch.kick, directory_id, target))
+    transaction.on_commit(functools.partial(batch.kick, directory_id, target, event_types))
 
 
 def _outbox_events(
@@ -97,7 +98,7 @@ def _outbox_events(
 
 def _outbox_rows(directory: Directory, target: str, events: list[tuple[uuid.UUID, str, dict[str, Any]]]) -> None:
     WebhookEvent.objects.bulk_create(_outbox_events(directory, target, events))
-    _kick_after_commit(directory.id, target)
+    _kick_after_commit(directory.id, target, tuple(event_type for _id, event_type, _payload in events))
 
 
 class PreparedEvents:
@@ -122,7 +123,7 @@ class PreparedEvents:
         for delivery after commit and returns the payloads of the events that exist."""
         payloads = self.payloads if indexes is None else [self.payloads[i] for i in indexes]
         if self.rows and payloads:
-            _kick_after_commit(self.directory_id, "directory")
+            _kick_after_commit(self.directory_id, "directory", tuple(payload["event"] for payload in payloads))
         return payloads
 
 

@@ -13,10 +13,12 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from core import metrics
 from directories.models import Directory
 from webhooks import dispatch
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.services.delivery import sending_stale_after
+from webhooks.services.heartbeats import SWEEP, heartbeat_record
 
 logger = logging.getLogger("roster.webhooks")
 
@@ -56,6 +58,9 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
     )
     handed = dispatch.kick_many([(directory_id, target) for directory_id, target, _n in keys]) if keys else 0
     enqueued = sum(n for _d, _t, n in keys[:handed])
+    metrics.deliveries_closed(outcome="worker_lost", reason="WorkerLost", count=lost)
+    # Durable, for `manage.py doctor` and /metrics on any node: beat (or cron) is alive.
+    heartbeat_record(name=SWEEP, detail=f"{enqueued} pending handed to a drain, {lost} worker lost")
     if keys or lost:
         logger.info(
             "webhook sweep: %d pending event(s) of %d of %d directories handed to a drain, %d marked worker lost",

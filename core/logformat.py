@@ -1,0 +1,75 @@
+"""The two log formats, chosen with LOG_FORMAT: `plain` (the default, for people) and `json` (one object
+per line, for a log pipeline). Imported by the LOGGING setting, gunicorn's config and the Celery app, so
+nothing here may import Django's apps.
+
+Both read `request_id` and `directory_id` from the record, where core.logfilters.RequestScopeFields put
+them (None outside a request, or before its directory is known).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from pythonjsonlogger.core import RESERVED_ATTRS
+from pythonjsonlogger.orjson import OrjsonFormatter
+
+from core.timefmt import iso_utc
+
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+# Record attributes never written as fields: Django's request logger attaches the request, whose text
+# form carries the query string (SCIM filters quote userName values: personal data, RFC 7644 §7.5.2).
+_NEVER = ("request", "server_time")
+_CONTEXT = ("request_id", "directory_id")
+
+
+class PlainFormatter(logging.Formatter):
+    """`time LEVEL logger message`, then ` request_id=… directory_id=…` when the line has them (and its
+    message does not already name the request id)."""
+
+    def __init__(self, fmt: str | None = None, datefmt: str | None = None, style: Any = "%", **kwargs: Any) -> None:
+        super().__init__(fmt or PLAIN_FORMAT, datefmt, style, **kwargs)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        line = super().formatMessage(record)
+        request_id = getattr(record, "request_id", None)
+        if request_id and request_id not in line:
+            line += f" request_id={request_id}"
+        directory_id = getattr(record, "directory_id", None)
+        if directory_id and directory_id not in line:
+            line += f" directory_id={directory_id}"
+        return line
+
+
+class JsonFormatter(OrjsonFormatter):
+    """One JSON object per line: `time` (the one time format, core.timefmt), `level`, `logger`, `message`,
+    `request_id` and `directory_id` when known, `exc_info` (the traceback as one string) when there is
+    one, and the fields a call passed with `extra=`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("fmt", "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(directory_id)s")
+        kwargs.setdefault("rename_fields", {"asctime": "time", "levelname": "level", "name": "logger"})
+        kwargs.setdefault("reserved_attrs", [*RESERVED_ATTRS, *_NEVER])
+        super().__init__(*args, **kwargs)
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return iso_utc(datetime.fromtimestamp(record.created, UTC))
+
+    def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+        for key in _CONTEXT:
+            if log_data.get(key) is None:
+                log_data.pop(key, None)
+        return log_data
+
+
+def formatter_class(log_format: str) -> str:
+    """The dotted path of the formatter for a LOG_FORMAT value (for logging's dictConfig)."""
+    return "core.logformat.JsonFormatter" if log_format == "json" else "core.logformat.PlainFormatter"
+
+
+def json_from_environ() -> bool:
+    """LOG_FORMAT=json, for the process entry points that decide before Django's settings are loaded
+    (gunicorn's config, the Celery app, the worker launcher); config/settings.py checks the value."""
+    return os.environ.get("LOG_FORMAT", "").strip().lower() == "json"

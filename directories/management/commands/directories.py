@@ -1,0 +1,152 @@
+"""`manage.py directories list [--tenant T] [--product P] | show <id> | export <id> [--output FILE]`.
+
+For operators on the host (contract §7.1). Never prints a secret: the SCIM and webhook secrets are read
+in the portal or over the API. `export` writes JSON lines, `{"type": "user"|"group", "data": <the REST
+shape>}`, users first then groups (each group with its `members`), oldest first, reading the directory
+in chunks so memory stays flat; it shows a progress bar on stderr when that is a terminal and the lines
+do not go to the same terminal, and one plain summary line otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+import orjson
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from core.text import text_problem
+from core.timefmt import iso_utc_or_none
+from directories.models import Directory
+from directories.rendering import group_with_members_data, scim_endpoint, user_data
+from directories.selectors import (
+    directory_get,
+    directory_groups,
+    directory_groups_with_members,
+    directory_list_with_counts,
+    directory_users,
+)
+
+_COLUMNS = ("ID", "NAME", "TENANT", "PRODUCT", "TYPE", "USERS", "GROUPS", "STATE")
+
+
+class Command(BaseCommand):
+    help = "List directories, show one, or export its users and groups as JSON lines (never secrets)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{list,show,export}")
+        listing = sub.add_parser("list", help="Every directory (of a tenant, of a product), oldest first.")
+        listing.add_argument("--tenant", help="Only this tenant's directories.")
+        listing.add_argument("--product", help="Only this product's directories.")
+        show = sub.add_parser("show", help="One directory's settings and counts.")
+        show.add_argument("directory_id")
+        export = sub.add_parser("export", help="A directory's users and groups as JSON lines.")
+        export.add_argument("directory_id")
+        export.add_argument("--output", "-o", help="Write to this file instead of standard output.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        action = options["action"]
+        if action == "list":
+            self._list(options.get("tenant"), options.get("product"))
+        elif action == "show":
+            self._show(self._directory(options["directory_id"]))
+        else:
+            self._export(self._directory(options["directory_id"]), options.get("output"))
+
+    @staticmethod
+    def _directory(directory_id: str) -> Directory:
+        directory = directory_get(directory_id=directory_id)
+        if directory is None:
+            raise CommandError(f"No directory has the id {directory_id!r}. See `manage.py directories list`.")
+        return directory
+
+    def _list(self, tenant: str | None, product: str | None) -> None:
+        for option, value in (("--tenant", tenant), ("--product", product)):
+            problem = text_problem(value) if value is not None else None
+            if problem:  # e.g. bytes that are not UTF-8 in the argument: the database cannot compare them
+                raise CommandError(f"{option} {problem}.")
+        rows = [
+            (
+                str(d.id),
+                d.name[:40],
+                d.tenant,
+                d.product,
+                d.type,
+                str(d.user_count),
+                str(d.group_count),
+                "deactivated" if d.deactivated else "active",
+            )
+            for d in directory_list_with_counts(tenant=tenant, product=product)
+        ]
+        if not rows:
+            self.stdout.write("No directories.")
+            return
+        widths = [max(len(column), *(len(row[i]) for row in rows)) for i, column in enumerate(_COLUMNS)]
+        for row in [_COLUMNS, *rows]:
+            self.stdout.write("  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip())
+
+    def _show(self, directory: Directory) -> None:
+        fields = [
+            ("id", str(directory.id)),
+            ("name", directory.name),
+            ("tenant", directory.tenant),
+            ("product", directory.product),
+            ("type", directory.type),
+            ("state", "deactivated" if directory.deactivated else "active"),
+            ("scim endpoint", scim_endpoint(directory)),
+            ("webhook", directory.webhook_url or "none"),
+            ("delivery log", "on" if directory.log_webhook_events else "off"),
+            ("users", str(directory_users(directory=directory).count())),
+            ("groups", str(directory_groups(directory=directory).count())),
+            ("created", iso_utc_or_none(directory.created_at) or "-"),
+            ("secrets", "not shown: read them in the portal or over the API"),
+        ]
+        width = max(len(name) for name, _ in fields)
+        for name, value in fields:
+            self.stdout.write(f"{name:<{width}}  {value}")
+
+    def _export(self, directory: Directory, output: str | None) -> None:
+        total = directory_users(directory=directory).count() + directory_groups(directory=directory).count()
+        try:
+            target: IO[str] = open(output, "w", encoding="utf-8") if output else self.stdout  # noqa: SIM115
+        except OSError as exc:
+            raise CommandError(f"Cannot write {output}: {exc.strerror}.") from None
+        to_terminal = output is None and self.stdout.isatty()
+        bar = tqdm(total=total, unit="row", file=sys.stderr, disable=to_terminal or not sys.stderr.isatty())
+        counts = {"user": 0, "group": 0}
+        try:
+            for kind, data in _export_rows(directory):
+                target.write(orjson.dumps({"type": kind, "data": data}).decode() + "\n", **_no_ending(target))
+                counts[kind] += 1
+                bar.update(1)
+        except BrokenPipeError:
+            # The reader stopped (`| head`): stop too, quietly, as command-line tools do. Standard output is
+            # pointed at /dev/null so that Python's own flush at exit does not report the closed pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except OSError as exc:
+            raise CommandError(f"Cannot write {output or 'standard output'}: {exc.strerror}.") from None
+        finally:
+            bar.close()
+            if output:
+                target.close()
+            else:
+                target.flush()
+        where = output or "standard output"
+        summary = f"Exported {counts['user']} users and {counts['group']} groups of {directory.id} to {where}."
+        self.stderr.write(summary, style_func=str)  # information, not the error colour of stderr
+
+
+def _no_ending(target: Any) -> dict[str, str]:
+    """Django's OutputWrapper adds a line ending of its own unless told not to; a file does not."""
+    return {"ending": ""} if hasattr(target, "style_func") else {}
+
+
+def _export_rows(directory: Directory) -> Iterator[tuple[str, dict[str, Any]]]:
+    for user in directory_users(directory=directory).iterator(chunk_size=1000):
+        yield "user", user_data(user)
+    for group, member_ids in directory_groups_with_members(directory=directory):
+        yield "group", group_with_members_data(group, member_ids)

@@ -8,6 +8,7 @@ exactly as sent (`user_name`, `display_name`, and `raw`).
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 
 from django.db import models
@@ -52,6 +53,11 @@ class Directory(models.Model):
     @property
     def has_webhook(self) -> bool:
         return bool(self.webhook_url)
+
+
+def api_key_hash(key: str) -> str:
+    """What an ApiKey row stores of a key: its SHA-256, hex."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class ApiKey(models.Model):

@@ -10,6 +10,7 @@ from django.conf import settings
 from core.timefmt import iso_utc, iso_utc_or_none
 from directories.mapping import custom_attributes, roles
 from directories.models import Directory, DirectoryGroup, DirectoryType, DirectoryUser
+from directories.selectors import directories_by_id, user_groups_attach
 
 
 def scim_path(directory: Directory) -> str:
@@ -81,3 +82,13 @@ def group_with_members_data(group: DirectoryGroup, member_ids: Iterable[Any]) ->
     data = group_data(group)
     data["members"] = [{"group_id": data["id"], "user_id": str(user_id)} for user_id in member_ids]
     return data
+
+
+def users_data(users: list[DirectoryUser], known: dict[Any, Directory] | None = None) -> list[dict[str, Any]]:
+    """Users in the REST shape: each with its directory's attribute and role maps (`known`: directories
+    already read; one query for the others unless they came with the users, and one for the groups of
+    the users whose directory maps roles)."""
+    loaded = {u.directory_id: u.directory for u in users if DirectoryUser.directory.is_cached(u)} | (known or {})
+    directories = loaded | directories_by_id(ids={user.directory_id for user in users} - set(loaded))
+    user_groups_attach(users=[user for user in users if directories[user.directory_id].role_map])
+    return [user_data(user, directory=directories[user.directory_id]) for user in users]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from django.utils import timezone
 from core.errors import ValidationFailed
 from core.outbound import validate_webhook_url
 from directories.mapping import attribute_map_problem, role_map_problem
-from directories.models import ApiKey, Directory, DirectoryType
+from directories.models import ApiKey, Directory, DirectoryType, api_key_hash
 from directories.rendering import directory_data
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
@@ -231,10 +230,6 @@ def _public(directory: Directory) -> dict[str, Any]:
     data["scim"] = {k: v for k, v in data["scim"].items() if k != "secret"}
     data["webhook"] = {"endpoint": data["webhook"]["endpoint"]}
     return data
-
-
-def api_key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def api_key_create(*, name: str) -> tuple[ApiKey, str]:

@@ -30,11 +30,10 @@ from core.apiinput import (
 )
 from core.envelope import EnvelopeOnly, ok
 from core.errors import NotFound
-from directories.models import ApiKey, Directory, DirectoryUser
-from directories.rendering import directory_data, group_data, group_with_members_data, user_data
+from directories.models import ApiKey, Directory
+from directories.rendering import directory_data, group_data, group_with_members_data, users_data
 from directories.selectors import (
     UserFilters,
-    directories_by_id,
     directory_get,
     directory_list,
     group_member_ids,
@@ -42,7 +41,6 @@ from directories.selectors import (
     tenant_groups_page,
     tenant_user_get,
     tenant_users_page,
-    user_groups_attach,
     user_groups_page,
 )
 from directories.services import directory_create, directory_delete, directory_update
@@ -201,16 +199,6 @@ def _tenant_list(
         **filters,
     )
     return ok(render(rows))
-
-
-def users_data(users: list[DirectoryUser], known: dict[Any, Directory] | None = None) -> list[dict[str, Any]]:
-    """Users in the REST shape: each with its directory's attribute and role maps (`known`: directories
-    already read; one query for the others unless they came with the users, and one for the groups of
-    the users whose directory maps roles)."""
-    loaded = {u.directory_id: u.directory for u in users if DirectoryUser.directory.is_cached(u)} | (known or {})
-    directories = loaded | directories_by_id(ids={user.directory_id for user in users} - set(loaded))
-    user_groups_attach(users=[user for user in users if directories[user.directory_id].role_map])
-    return [user_data(user, directory=directories[user.directory_id]) for user in users]
 
 
 def _groups_data(groups: list[Any]) -> list[dict[str, Any]]:

@@ -8,8 +8,7 @@ from django.conf import settings
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from directories.models import ApiKey
-from directories.services import api_key_hash
+from directories.models import ApiKey, api_key_hash
 
 
 def api_key_resolve(header: str | None) -> str | ApiKey | None:

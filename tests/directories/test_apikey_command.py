@@ -8,8 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from directories.models import ApiKey
-from directories.services import api_key_hash
+from directories.models import ApiKey, api_key_hash
 
 pytestmark = pytest.mark.django_db
 

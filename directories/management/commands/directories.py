@@ -21,7 +21,7 @@ from tqdm import tqdm
 from core.text import text_problem
 from core.timefmt import iso_utc_or_none
 from directories.models import Directory
-from directories.rendering import group_with_members_data, scim_endpoint, user_data
+from directories.rendering import group_with_members_data, scim_endpoint, users_data
 from directories.selectors import (
     directory_get,
     directory_groups,
@@ -145,8 +145,13 @@ def _no_ending(target: Any) -> dict[str, str]:
     return {"ending": ""} if hasattr(target, "style_func") else {}
 
 
-def _export_rows(directory: Directory) -> Iterator[tuple[str, dict[str, Any]]]:
-    for user in directory_users(directory=directory).iterator(chunk_size=1000):
-        yield "user", user_data(user)
+def _export_rows(directory: Directory, chunk: int = 1000) -> Iterator[tuple[str, dict[str, Any]]]:
+    users: list[Any] = []
+    for user in directory_users(directory=directory).iterator(chunk_size=chunk):
+        users.append(user)
+        if len(users) == chunk:
+            yield from (("user", data) for data in users_data(users, {directory.id: directory}))
+            users = []
+    yield from (("user", data) for data in users_data(users, {directory.id: directory}))
     for group, member_ids in directory_groups_with_members(directory=directory):
         yield "group", group_with_members_data(group, member_ids)

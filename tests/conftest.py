@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,18 @@ from directories.models import Directory
 from directories.services import directory_create
 
 API_KEY = "test-env-api-key"
+
+
+@pytest.fixture(autouse=True)
+def _health_counters_per_test() -> Iterator[None]:
+    """Each web process keeps SCIM health counters in memory until they are flushed
+    (directories.activity.tally): a test starts without another test's, which name its directories, and
+    leaves none behind for the flush at exit, which runs after the test database is gone."""
+    from directories.activity import tally
+
+    tally.discard()
+    yield
+    tally.discard()
 
 
 @pytest.fixture

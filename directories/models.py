@@ -201,7 +201,7 @@ class ScimHealth(models.Model):
     """What the SCIM requests naming one directory add up to: the facts its health state is decided
     from (directories.activity.state), its 24-hour counters and when each of its secrets was last used.
 
-    Written by the web processes' batched flushes (directories.activity.tally), never by a SCIM request
+    Written by the web processes' batched flushes (directories.activity.recorder), never by a SCIM request
     itself, under this row's lock, so batches from any number of processes and nodes add up. Times in
     `recent_failures` and the keys of `hours` are integers (microseconds and hours since the epoch): the
     same numbers the batches carry, compared exactly. No row yet means no request yet.

@@ -17,13 +17,13 @@ API_KEY = "test-env-api-key"
 @pytest.fixture(autouse=True)
 def _health_counters_per_test() -> Iterator[None]:
     """Each web process keeps SCIM health counters in memory until they are flushed
-    (directories.activity.tally): a test starts without another test's, which name its directories, and
+    (directories.activity.recorder): a test starts without another test's, which name its directories, and
     leaves none behind for the flush at exit, which runs after the test database is gone."""
-    from directories.activity import tally
+    from directories.activity import recorder
 
-    tally.discard()
+    recorder.discard()
     yield
-    tally.discard()
+    recorder.discard()
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 - `state`: the counters every SCIM request adds to, in a form that adds up across processes, and the
   rule that turns them into a health state (no database);
-- `tally`: each web process's counters in memory, written in batches by a background thread, so a
-  SCIM request never waits on them;
+- `recorder`: each web process's counters and log entries in memory, written in batches by a background
+  thread, so a SCIM request never waits on them;
 - `services`: the writes (a batch into the health row, state changes and their dsync.health_changed,
   the periodic sweep, the request log and its purge);
 - `selectors`: the reads; `rendering`: the JSON shapes (the Directory's `health`, a log entry).

@@ -17,9 +17,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from core.rows import RowWriter
 from directories.activity.state import (
     TIME_COLUMNS,
     Counters,
@@ -32,6 +33,8 @@ from directories.activity.state import (
 from directories.models import Directory, HealthState, ScimHealth, ScimLogEntry
 from directories.outbox import outbox
 from directories.rendering import directory_public_data
+
+_log_rows = RowWriter(ScimLogEntry)
 
 
 def _counters_store(health: ScimHealth, counters: Counters, now_us: int) -> None:
@@ -180,17 +183,14 @@ def scim_health_sweep(*, now: datetime | None = None) -> SweepResult:
     return SweepResult(silent=silent, secrets_cleared=cleared)
 
 
-def scim_log_write(*, directory_id: uuid.UUID, entry: dict[str, Any]) -> ScimLogEntry:
-    """Insert one request-log entry (the field values of ScimLogEntry). Runs after the request's answer,
-    in autocommit; inside a caller's transaction (the test suite's), as a savepoint, so that a failing
-    insert leaves that transaction usable."""
-    row = ScimLogEntry(directory_id=directory_id, **entry)
-    if connection.in_atomic_block:
-        with transaction.atomic():
-            row.save(force_insert=True)
-    else:
-        row.save(force_insert=True)
-    return row
+def scim_log_write_many(*, entries: list[tuple[uuid.UUID, dict[str, Any]]]) -> int:
+    """Insert request-log entries, each (directory id, the field values of ScimLogEntry), in one
+    transaction; returns how many. Called by each web process's recorder with what gathered since its
+    last flush (directories.activity.recorder), never inside a SCIM request's transaction."""
+    rows = [ScimLogEntry(directory_id=directory_id, **entry) for directory_id, entry in entries]
+    with transaction.atomic():
+        _log_rows.insert_many(rows)
+    return len(rows)
 
 
 def scim_log_purge(*, now: datetime | None = None) -> int:

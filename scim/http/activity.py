@@ -3,13 +3,14 @@ directory's health counters, and an entry of the directory's request log for a r
 (4xx/5xx) or while the directory's `log_scim_requests` is on.
 
 `Exchange.record` runs when the server closes the response, after the answer was sent
-(scim.http.wsgi's body and scim.http.views.ScimResponse), outside any transaction. It never raises
-and never changes the answer: the health counters go to process memory (directories.activity.tally,
-written in batches by a background thread), and a log entry that cannot be written costs one log line.
-Only requests naming an existing directory are recorded; a 401 is the same bytes whether or not the
-directory exists, as before. Nothing is recorded for a 503 (the database is down, the entry could not
-be written either; the counters still count it when the directory was known) nor by the embedding
-API (docs/decisions.md).
+(scim.http.wsgi's body and scim.http.views.ScimResponse). It never raises, never changes the answer,
+and makes no database round trip of its own: the counters and the entry (masked and capped here) go to
+the process's recorder (directories.activity.recorder), whose background thread writes them in batches,
+outside any request's transaction; an entry that cannot be written costs a log line. Only requests
+naming an existing directory are recorded (a request refused before its secret was looked at, a 413
+or 415, costs one lookup to know), and a 401 is the same bytes whether or not the directory exists.
+No entry is kept for a 503 (the database is down; the counters still count it when the directory was
+known), nor by the embedding API (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ from typing import Any
 from django.core.handlers.wsgi import get_path_info
 
 from adminauth.throttle import client_address
-from directories.activity import tally
-from directories.activity.services import scim_log_write
+from directories.activity import recorder
 from directories.activity.state import AUTHENTICATED, DEACTIVATED, REFUSED, UNCHECKED, moment_of, secret_mark
-from directories.models import Directory
 from directories.selectors import directory_get
 from scim.dispatch import Seen
 from scim.http.request import ScimRequest
@@ -81,7 +80,7 @@ class Exchange:
         """Record the request (see the module docstring). Never raises."""
         try:
             self._record()
-        except Exception as exc:  # noqa: BLE001 - recording must never fail the request
+        except Exception as exc:  # noqa: BLE001 - recording must never fail the request (e.g. the 413's lookup)
             logger.warning(
                 "SCIM activity: request not recorded (%s) request_id=%s", type(exc).__name__, self.request_id
             )
@@ -104,17 +103,12 @@ class Exchange:
         else:
             kind = AUTHENTICATED
         mark = secret_mark(seen.secret) if kind == AUTHENTICATED and seen.secret else None
-        tally.record(directory.id, at=self.at_us, status=status, kind=kind, mark=mark)
+        recorder.record(directory.id, at=self.at_us, status=status, kind=kind, mark=mark)
         if status == 503 or (status < 400 and not directory.log_scim_requests):
             return
-        try:
-            scim_log_write(directory_id=directory.id, entry=self._entry(directory))
-        except Exception as exc:  # noqa: BLE001 - the request is answered; its log entry is not worth more
-            logger.warning(
-                "SCIM request log: entry not written (%s) request_id=%s", type(exc).__name__, self.request_id
-            )
+        recorder.log(directory.id, self._entry())
 
-    def _entry(self, directory: Directory) -> dict[str, Any]:
+    def _entry(self) -> dict[str, Any]:
         problem = self.problem or {}
         request_body, request_truncated = request_body_text(self.request_body)
         response_body, response_truncated = response_body_text(self.response_body)

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from adminauth.models import AuditEntry
-from directories.activity import tally
+from directories.activity import recorder
 from directories.models import Directory, ScimLogEntry
 from directories.services import directory_create
 
@@ -51,7 +51,7 @@ def log_entry(directory: Directory, *, status: int, at_offset: int, path: str = 
 
 def test_every_directory_shows_its_health_and_its_secrets_facts(api_client: Client, directory_a: Directory) -> None:
     Client(HTTP_AUTHORIZATION=f"Bearer {directory_a.scim_secret}").get(f"/api/scim/v2.0/{directory_a.id}/Users")
-    tally.flush()
+    recorder.flush()
     for data in (
         api_client.get(f"/api/v1/directory-sync/{directory_a.id}").json()["data"],
         api_client.get("/api/v1/directory-sync?tenant=acme&product=crm").json()["data"][0],
@@ -75,7 +75,7 @@ def test_the_directory_list_reads_every_health_in_the_same_query(api_client: Cli
     for _ in range(5):
         directory = directory_create(data={"tenant": "acme", "product": "crm"})
         Client(HTTP_AUTHORIZATION=f"Bearer {directory.scim_secret}").get(f"/api/scim/v2.0/{directory.id}/Users")
-    tally.flush()
+    recorder.flush()
     assert list_queries() == one
 
 

@@ -266,7 +266,7 @@ def test_scim_health_and_the_request_log_in_a_real_browser(browser, portal_env) 
     """A directory whose identity provider fails: its badge in the list (and the list filtered by it), the
     health panel, and the SCIM requests tab with the failures in red, one opened to its bodies. The
     screenshot scim-failing-directory.png is the one to show someone."""
-    from directories.activity import tally
+    from directories.activity import recorder
     from directories.services import directory_create
 
     base, _receiver_url = portal_env
@@ -290,7 +290,7 @@ def test_scim_health_and_the_request_log_in_a_real_browser(browser, portal_env) 
         ("GET", "/Users?filter=title%20zz%20%22x%22", None),
     ):
         assert scim(entra, failing.scim_secret, method, path, json=body).status_code >= 400, (method, path)
-    tally.flush()  # what the web process's background thread does every few seconds
+    recorder.flush()  # what the web process's background thread does every few seconds
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=base)
     page = context.new_page()

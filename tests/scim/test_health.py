@@ -20,11 +20,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from directories.activity import tally
+from directories.activity import recorder
+from directories.activity.recorder import Recorder
 from directories.activity.services import scim_health_merge, scim_health_sweep
 from directories.activity.state import AUTHENTICATED, Counters
-from directories.activity.tally import Tally
-from directories.models import Directory, ScimHealth
+from directories.models import Directory, ScimHealth, ScimLogEntry
 from directories.services import directory_create, directory_scim_secret_rotate, directory_update
 from tests.scim.conftest import Scim, user_body
 from webhooks.models import WebhookEvent
@@ -51,7 +51,7 @@ def announced(settings: Any, outbox_kept: list) -> Any:  # noqa: ANN401
 
 def health(directory: Directory) -> dict[str, Any]:
     """The Directory's `health` over REST, after this process's counters are written."""
-    tally.flush()
+    recorder.flush()
     return API.get(f"/api/v1/directory-sync/{directory.id}").json()["data"]["health"]
 
 
@@ -119,13 +119,13 @@ def test_a_wrong_secret_is_invalid_credentials_until_the_right_one_comes_back(sc
 
 def test_a_401_for_a_directory_that_does_not_exist_counts_nowhere(directory_a: Directory) -> None:
     assert Client(HTTP_AUTHORIZATION="Bearer x").get(f"/api/scim/v2.0/{uuid.uuid4()}/Users").status_code == 401
-    assert tally.flush() == 0
+    assert recorder.flush() == 0
     assert not ScimHealth.objects.exists()
 
 
 def test_deactivation_is_a_state_of_its_own_and_is_announced_at_once(scim_a: Scim, announced: Any) -> None:
     assert scim_a.get("/Users")[0] == 200
-    tally.flush()
+    recorder.flush()
     directory_update(directory=scim_a.directory, data={"deactivated": True})
     assert API.get(f"/api/v1/directory-sync/{scim_a.directory.id}").json()["data"]["health"]["state"] == "deactivated"
     assert scim_a.get("/Users")[0] == 403  # counted, yet still deactivated
@@ -142,7 +142,7 @@ def test_deactivation_is_a_state_of_its_own_and_is_announced_at_once(scim_a: Sci
 
 def test_the_sweep_notices_silence_and_the_next_request_ends_it(scim_a: Scim, announced: Any, settings: Any) -> None:
     assert scim_a.get("/Users")[0] == 200
-    tally.flush()
+    recorder.flush()
     later = timezone.now() + timedelta(days=settings.SCIM_SILENT_DAYS, seconds=1)
     assert scim_health_sweep(now=later - timedelta(seconds=2)).silent == 0  # not yet
     assert scim_health_sweep(now=later).silent == 1
@@ -170,12 +170,12 @@ def test_uses_are_credited_to_the_secret_used_even_when_a_rotation_came_before_t
     old = scim_a.directory.scim_secret
     assert scim_a.get("/Users")[0] == 200  # with the old secret, not flushed yet
     directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=3600)
-    tally.flush()
+    recorder.flush()
     scim = API.get(f"/api/v1/directory-sync/{directory.id}").json()["data"]["scim"]
     assert scim["last_used_at"] is None and scim["previous_secret_last_used_at"] is not None
     assert Scim(directory, secret=directory.scim_secret).get("/Users")[0] == 200
     assert Scim(directory, secret=old).get("/Users")[0] == 200
-    tally.flush()
+    recorder.flush()
     after = API.get(f"/api/v1/directory-sync/{directory.id}").json()["data"]["scim"]
     assert (
         after["last_used_at"] is not None
@@ -188,7 +188,7 @@ def test_counters_that_cannot_be_written_are_kept_for_the_next_flush(
 ) -> None:
     from django.db import OperationalError
 
-    from directories.activity import tally as tally_module
+    from directories.activity import recorder as recorder_module
 
     for _ in range(3):
         scim_a.get("/Users")
@@ -196,8 +196,8 @@ def test_counters_that_cannot_be_written_are_kept_for_the_next_flush(
     def down(**kwargs: Any) -> None:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(tally_module, "scim_health_merge", down)
-    assert tally.flush() == 0
+    monkeypatch.setattr(recorder_module, "scim_health_merge", down)
+    assert recorder.flush() == 0
     monkeypatch.undo()
     scim_a.get("/Users")
     assert health(scim_a.directory)["requests_24h"] == 4
@@ -206,29 +206,30 @@ def test_counters_that_cannot_be_written_are_kept_for_the_next_flush(
 def test_a_deleted_directory_drops_its_counters(scim_a: Scim) -> None:
     scim_a.get("/Users")
     scim_a.directory.delete()
-    assert tally.flush() == 1  # handled: nothing to write it to
+    assert recorder.flush() == 1  # handled: nothing to write it to
     assert not ScimHealth.objects.exists()
 
 
-def test_health_counters_add_no_database_round_trip_to_a_successful_request(
-    scim_a: Scim, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_recording_adds_no_database_round_trip_to_a_request(scim_a: Scim, monkeypatch: pytest.MonkeyPatch) -> None:
     """What tests/scim/test_queries.py pins per operation, here with the recording seen to happen: the
-    counters are recorded, and no statement of the request touches the health or log tables."""
+    counters are recorded (and a failure's log entry queued), and no statement of the request touches
+    the health or log tables."""
     recorded: list[Any] = []
-    real = tally.record
-    monkeypatch.setattr(tally, "record", lambda *a, **k: (recorded.append(k), real(*a, **k)))
+    real = recorder.record
+    monkeypatch.setattr(recorder, "record", lambda *a, **k: (recorded.append(k), real(*a, **k)))
     _, user = scim_a.post("/Users", user_body())
     for call in (
         lambda: scim_a.get(f"/Users/{user['id']}"),
         lambda: scim_a.get("/Users"),
         lambda: scim_a.put(f"/Users/{user['id']}", user_body(title="x")),
         lambda: scim_a.post("/Users", user_body("second@x.io")),
+        lambda: scim_a.get(f"/Users/{uuid.uuid4()}"),  # a failure: its log entry waits for the flush too
     ):
         with CaptureQueriesContext(connection) as ctx:
-            assert call()[0] < 300
+            call()
         assert not [q["sql"] for q in ctx.captured_queries if "scimhealth" in q["sql"] or "scimlogentry" in q["sql"]]
-    assert len(recorded) == 5 and {r["kind"] for r in recorded} == {AUTHENTICATED}
+    assert len(recorded) == 6 and {r["kind"] for r in recorded} == {AUTHENTICATED}
+    assert recorder.flush() == 2  # the 404's log entry, and the directory's counters
 
 
 @pytest.mark.django_db(transaction=True)
@@ -266,13 +267,18 @@ def test_batches_written_at_the_same_time_by_several_processes_add_up(directory_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_background_thread_writes_the_counters(directory_a: Directory, settings: Any) -> None:
-    settings.SCIM_HEALTH_FLUSH_SECONDS = 0.05
-    process = Tally()
+def test_the_background_thread_writes_the_counters_and_the_log(directory_a: Directory, settings: Any) -> None:
+    settings.SCIM_ACTIVITY_FLUSH_SECONDS = 0.05
+    process = Recorder()
+    entry = {"at": timezone.now(), "method": "GET", "path": "/Users/x", "status": 404, "latency_ms": 1}
     try:
         process.record(directory_a.id, at=int(time.time() * 1_000_000), status=200, kind=AUTHENTICATED)
+        process.log(directory_a.id, {**entry, "request_id": "r1", "request_body": "", "response_body": ""})
         deadline = time.monotonic() + 10
-        while not ScimHealth.objects.filter(directory=directory_a, state="healthy").exists():
+        while not (
+            ScimHealth.objects.filter(directory=directory_a, state="healthy").exists()
+            and ScimLogEntry.objects.filter(directory=directory_a, request_id="r1").exists()
+        ):
             assert time.monotonic() < deadline, "the background thread wrote nothing"
             time.sleep(0.05)
     finally:
@@ -290,8 +296,8 @@ def test_what_is_left_is_written_when_the_process_exits(directory_a: Directory) 
         url = f"sqlite:///{db['NAME']}"
     script = (
         "import django, time, uuid; django.setup()\n"
-        "from directories.activity import tally\n"
-        f"tally.record(uuid.UUID('{directory_a.id}'), at=int(time.time() * 1e6), status=404, kind='authenticated')\n"
+        "from directories.activity import recorder\n"
+        f"recorder.record(uuid.UUID('{directory_a.id}'), at=int(time.time() * 1e6), status=404, kind='authenticated')\n"
     )
     env = {
         **os.environ,

@@ -12,6 +12,7 @@ import pytest
 from django.db import OperationalError
 from django.test import Client
 
+from directories.activity import recorder
 from directories.models import Directory, DirectoryUser, ScimLogEntry
 from directories.services import directory_update
 from scim.api import scim_request
@@ -24,6 +25,9 @@ PASSWORD = "hunter2-Very-Secret"
 
 
 def entries(directory: Directory) -> list[ScimLogEntry]:
+    """The directory's log, once this process's recorder has written what it gathered (its background
+    thread's work, every few seconds in production)."""
+    recorder.flush()
     return list(ScimLogEntry.objects.filter(directory=directory).order_by("at", "id"))
 
 
@@ -202,20 +206,54 @@ def test_the_wsgi_entry_keeps_the_same_entry_as_django_s(directory_a: Directory)
 def test_a_failing_log_insert_is_logged_and_the_request_answers_as_usual(
     scim_a: Scim, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from scim.http.activity import Exchange
+
     directory_update(directory=scim_a.directory, data={"log_scim_requests": True})
-    # A real database error: the insert names a table that does not exist.
-    monkeypatch.setattr(ScimLogEntry._meta, "db_table", "directories_no_such_table")
+    # A real database error: the row breaks the column's CHECK (latency_ms >= 0), so the database refuses it.
+    entry = Exchange._entry
+    monkeypatch.setattr(Exchange, "_entry", lambda self: {**entry(self), "latency_ms": -1})
     with caplog.at_level(logging.WARNING, logger="roster.scim"):
         status, created = scim_a.post("/Users", user_body("ann@x.io", password=PASSWORD))
         missing, _ = scim_a.get("/Users/nope")
-    assert (status, missing) == (201, 404)
-    assert DirectoryUser.objects.filter(pk=created["id"], directory=scim_a.directory).exists()
+        assert (status, missing) == (201, 404)
+        assert DirectoryUser.objects.filter(pk=created["id"], directory=scim_a.directory).exists()
+        assert entries(scim_a.directory) == []  # the flush: both refused, one line for them
     lines = [r.getMessage() for r in caplog.records if "SCIM request log" in r.getMessage()]
-    assert len(lines) == 2 and all("entry not written" in line for line in lines)
+    assert lines == ["SCIM request log: 2 entries not written (IntegrityError)"]
     assert PASSWORD not in caplog.text and scim_a.directory.scim_secret not in caplog.text
     monkeypatch.undo()
-    assert entries(scim_a.directory) == []
     assert scim_a.get("/Users/nope")[0] == 404 and len(entries(scim_a.directory)) == 1  # the next one is kept
+
+
+def test_entries_the_database_could_not_take_yet_are_kept_for_the_next_flush(
+    scim_a: Scim, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from directories.activity import recorder as recorder_module
+
+    def unreachable(**kwargs: Any) -> int:
+        raise OperationalError("connection refused")
+
+    scim_a.get("/Users/nope")
+    monkeypatch.setattr(recorder_module, "scim_log_write_many", unreachable)
+    with caplog.at_level(logging.WARNING, logger="roster.scim"):
+        recorder.flush()
+    assert "1 entries not written yet (OperationalError)" in caplog.text
+    monkeypatch.undo()
+    scim_a.get("/Groups/nope")
+    assert [e.path for e in entries(scim_a.directory)] == ["/Users/nope", "/Groups/nope"]
+
+
+def test_the_queue_of_entries_is_bounded(
+    scim_a: Scim, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from directories.activity import recorder as recorder_module
+
+    monkeypatch.setattr(recorder_module, "LOG_QUEUE_BYTES", 1500)  # room for two small entries
+    for _ in range(5):
+        scim_a.get("/Users/nope")
+    with caplog.at_level(logging.WARNING, logger="roster.scim"):
+        assert len(entries(scim_a.directory)) == 2
+    assert "SCIM request log: 3 entries dropped" in caplog.text
 
 
 def test_nothing_is_kept_for_an_answer_the_database_could_not_give(
@@ -229,8 +267,8 @@ def test_nothing_is_kept_for_an_answer_the_database_could_not_give(
     monkeypatch.setattr(views, "process", down)
     with caplog.at_level(logging.WARNING):
         assert scim_a.get("/Users")[0] == 503
-    monkeypatch.undo()
-    assert entries(scim_a.directory) == []
+        monkeypatch.undo()
+        assert entries(scim_a.directory) == []
     assert len([r for r in caplog.records if r.name == "roster.scim"]) == 1  # the 503's own line only
 
 

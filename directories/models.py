@@ -8,6 +8,7 @@ exactly as sent (`user_name`, `display_name`, and `raw`).
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import datetime
 
@@ -75,6 +76,11 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+def api_key_hash(key: str) -> str:
+    """What is stored of an API key, and looked up by: its SHA-256 digest."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class DirectoryUser(models.Model):

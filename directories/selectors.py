@@ -11,8 +11,7 @@ from django.db.models import Count, Q, QuerySet
 
 from core.rows import RowReader
 from directories import pages
-from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from directories.services import api_key_hash
+from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership, api_key_hash
 
 _directories = RowReader(Directory)
 # The order of every list of users and groups: it never changes for a row, so pages do not shift.

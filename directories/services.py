@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from datetime import timedelta
@@ -14,7 +13,7 @@ from django.utils import timezone
 from core.errors import NotFound, ValidationFailed
 from core.outbound import validate_webhook_url
 from directories.activity.services import scim_health_settle, scim_previous_secret_forgotten, scim_secret_rotated
-from directories.models import ApiKey, Directory, DirectoryType
+from directories.models import ApiKey, Directory, DirectoryType, api_key_hash
 from directories.outbox import outbox as _events
 from directories.rendering import directory_public_data as _public
 
@@ -224,10 +223,6 @@ def directory_webhook_secret_rotate(*, directory: Directory) -> Directory:
     directory.webhook_secret = secret_generate()
     directory.save(update_fields=["webhook_secret", "updated_at"])
     return directory
-
-
-def api_key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def api_key_create(*, name: str) -> tuple[ApiKey, str]:

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.rows import RowWriter
+from core.rows import RowReader, RowWriter
 from directories.activity.state import (
     TIME_COLUMNS,
     Counters,
@@ -33,8 +33,13 @@ from directories.activity.state import (
 from directories.models import Directory, HealthState, ScimHealth, ScimLogEntry
 from directories.outbox import outbox
 from directories.rendering import directory_public_data
+from directories.selectors import directory_get
 
 _log_rows = RowWriter(ScimLogEntry)
+_health_rows = RowReader(ScimHealth)
+_health_writes = RowWriter(ScimHealth)
+# Every column a flush may change (RowWriter adds updated_at).
+_HEALTH_FIELDS = [f.name for f in ScimHealth._meta.concrete_fields if not f.primary_key and f.name != "updated_at"]
 
 
 def _counters_store(health: ScimHealth, counters: Counters, now_us: int) -> None:
@@ -44,19 +49,25 @@ def _counters_store(health: ScimHealth, counters: Counters, now_us: int) -> None
     health.hours = {str(hour): counts for hour, counts in sorted(counters.recent_hours(now_us).items())}
 
 
-def _health_locked(directory_id: uuid.UUID) -> ScimHealth | None:
-    """The directory's health row, locked until the transaction ends; made when missing. None when the
-    directory does not exist (any more)."""
-    rows = ScimHealth.objects.select_for_update()
-    health = rows.filter(directory_id=directory_id).first()
+def _health_locked(directory_id: uuid.UUID) -> tuple[ScimHealth, Directory] | None:
+    """The directory's health row, locked until the transaction ends (made when missing), and the
+    directory read after the lock, so that a (de)activation or a rotation that held it has committed.
+    None when the directory does not exist (any more). Fixed SQL (core.rows): each web process runs
+    this for every directory with requests, every few seconds."""
+    sql = _health_rows.sql('{table}."directory_id" = %s', lock="update")
+    params = [_health_rows.param("directory", directory_id)]
+    health = _health_rows.first(sql, params)
     if health is None:
         # Checked first: the foreign key is checked only at commit, where it would fail the whole batch.
-        if not Directory.objects.filter(pk=directory_id).exists():
+        if directory_get(directory_id=directory_id) is None:
             return None
         # Two processes flushing a directory's first batch at once: one inserts, both then lock it.
         ScimHealth.objects.bulk_create([ScimHealth(directory_id=directory_id)], ignore_conflicts=True)
-        health = rows.filter(directory_id=directory_id).first()
-    return health
+        health = _health_rows.first(sql, params)
+    directory = directory_get(directory_id=directory_id)
+    if health is None or directory is None:
+        return None
+    return health, directory
 
 
 def _settle(directory: Directory, health: ScimHealth, *, now: datetime) -> None:
@@ -70,7 +81,7 @@ def _settle(directory: Directory, health: ScimHealth, *, now: datetime) -> None:
     )
     previous = health.state
     health.state = state
-    health.save()
+    _health_writes.update(health, _HEALTH_FIELDS)
     directory.scim_health = health  # what the event's `health` renders
     if state != previous:
         data = directory_public_data(directory, now=now)
@@ -87,13 +98,10 @@ def scim_health_merge(*, directory_id: uuid.UUID, counters: Counters, now: datet
     `previous_secret_last_used_at` while a rotation keeps it, to neither once it is gone."""
     now = now or timezone.now()
     with transaction.atomic():
-        health = _health_locked(directory_id)
-        if health is None:
+        locked = _health_locked(directory_id)
+        if locked is None:
             return None
-        # Read after the lock: a (de)activation or rotation that held it has committed by now.
-        directory = Directory.objects.filter(pk=directory_id).first()
-        if directory is None:
-            return None
+        health, directory = locked
         merged = health_counters(health)
         merged.merge(counters)
         _counters_store(health, merged, micros(now) or 0)
@@ -123,23 +131,24 @@ def scim_health_settle(*, directory: Directory, now: datetime | None = None) -> 
     Call inside the transaction that changed the directory."""
     now = now or timezone.now()
     with transaction.atomic():
-        health = _health_locked(directory.id)
-        if health is None:
+        locked = _health_locked(directory.id)
+        if locked is None:
             return HealthState.NEVER_CONNECTED
-        _settle(directory, health, now=now)
-        return health.state
+        _settle(directory, locked[0], now=now)
+        return locked[0].state
 
 
 def scim_secret_rotated(*, directory: Directory, previous_kept: bool) -> None:
     """After a rotation (in its transaction): the new secret has not been used yet, and the previous one's
     last use is the last use of the secret just replaced while the rotation keeps it (else none)."""
     with transaction.atomic():
-        health = _health_locked(directory.id)
-        if health is None:
+        locked = _health_locked(directory.id)
+        if locked is None:
             return
+        health = locked[0]
         health.previous_secret_last_used_at = health.secret_last_used_at if previous_kept else None
         health.secret_last_used_at = None
-        health.save(update_fields=["previous_secret_last_used_at", "secret_last_used_at", "updated_at"])
+        _health_writes.update(health, ["previous_secret_last_used_at", "secret_last_used_at"])
         directory.scim_health = health
 
 
@@ -171,10 +180,10 @@ def scim_health_sweep(*, now: datetime | None = None) -> SweepResult:
     silent = 0
     for directory_id in candidates:
         with transaction.atomic():
-            health = _health_locked(directory_id)
-            directory = Directory.objects.filter(pk=directory_id).first() if health is not None else None
-            if health is None or directory is None:
+            locked = _health_locked(directory_id)
+            if locked is None:
                 continue
+            health, directory = locked
             _settle(directory, health, now=now)
             silent += health.state == HealthState.SILENT
     cleared = Directory.objects.filter(previous_scim_secret_expires_at__lte=now).update(

@@ -16,9 +16,9 @@ def test_summarize_counts_self_inclusive_and_buckets(tmp_path: Path) -> None:
     raw = tmp_path / "phase.txt"
     raw.write_text(
         f'process 12:"gunicorn: worker";handle ({SITE}/gunicorn/workers/sync.py:140);'
-        f"scim_view ({ROOT}/scim/views.py:20);execute ({SITE}/psycopg/cursor.py:90) 30\n"
+        f"scim_view ({ROOT}/scim/http/views.py:20);execute ({SITE}/psycopg/cursor.py:90) 30\n"
         f'process 12:"gunicorn: worker";handle ({SITE}/gunicorn/workers/sync.py:140);'
-        f"scim_view ({ROOT}/scim/views.py:20);dumps ({SITE}/orjson/__init__.py:1) 10\n"
+        f"scim_view ({ROOT}/scim/http/views.py:20);dumps ({SITE}/orjson/__init__.py:1) 10\n"
         f'process 13:"gunicorn: worker";handle ({SITE}/gunicorn/workers/sync.py:140);'
         f"close_graceful ({SITE}/gunicorn/util.py:300) 60\n"
         "not a stack line\n"

@@ -114,11 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         cpu, wall, queries = measure(fn, args.repeats)
         print(f"| {name} | {cpu:.1f} | {wall:.1f} | {queries} |", flush=True)
 
-    exchange(logged, 201, logged.scim_secret).record()
-    [(directory_id, entry)] = recorder._recorder._entries
-    recorder.discard()
+    entry = exchange(logged, 201, logged.scim_secret).log_entry()
     batch_size = 200
-    cpu, wall, queries = measure(lambda: scim_log_write_many(entries=[(directory_id, entry)] * batch_size), 250)
+    cpu, wall, queries = measure(lambda: scim_log_write_many(entries=[(logged.id, entry)] * batch_size), 250)
     print(
         f"| log_flush (per entry, batches of {batch_size}) | {cpu / batch_size:.1f} | {wall / batch_size:.1f} | ",
         end="",

@@ -27,7 +27,6 @@ from directories.activity import recorder
 from directories.activity.state import AUTHENTICATED, DEACTIVATED, REFUSED, UNCHECKED, moment_of, secret_mark
 from directories.selectors import directory_get
 from scim.dispatch import Seen
-from scim.http.request import ScimRequest
 from scim.http.routes import PREFIX
 from scim.protocol.masking import query_text, request_body_text, response_body_text, text_capped
 
@@ -48,7 +47,6 @@ class Exchange:
         "latency_ms",
         "method",
         "problem",
-        "request",
         "request_body",
         "request_id",
         "response_body",
@@ -65,7 +63,6 @@ class Exchange:
         self.directory_id = directory_id
         self.request_id = request_id
         self.seen = Seen()
-        self.request: ScimRequest | None = None
         self.request_body = b""  # as read, also when the request was refused after reading it (415)
         self.status = 0
         self.response_body = b""
@@ -106,9 +103,10 @@ class Exchange:
         recorder.record(directory.id, at=self.at_us, status=status, kind=kind, mark=mark)
         if status == 503 or (status < 400 and not directory.log_scim_requests):
             return
-        recorder.log(directory.id, self._entry())
+        recorder.log(directory.id, self.log_entry())
 
-    def _entry(self) -> dict[str, Any]:
+    def log_entry(self) -> dict[str, Any]:
+        """What the request log keeps of this request: the field values of its ScimLogEntry."""
         problem = self.problem or {}
         request_body, request_truncated = request_body_text(self.request_body)
         response_body, response_truncated = response_body_text(self.response_body)

@@ -77,7 +77,7 @@ def scim_answer(
         return exchange.request_body
 
     try:
-        request = exchange.request = http_request(environ, read, method, directory_id, resource, resource_id)
+        request = http_request(environ, read, method, directory_id, resource, resource_id)
         result = process(request, seen=exchange.seen)
         status, data = result["status"], result["data"]
         body = b"" if data is None else encode(data)

@@ -210,8 +210,8 @@ def test_a_failing_log_insert_is_logged_and_the_request_answers_as_usual(
 
     directory_update(directory=scim_a.directory, data={"log_scim_requests": True})
     # A real database error: the row breaks the column's CHECK (latency_ms >= 0), so the database refuses it.
-    entry = Exchange._entry
-    monkeypatch.setattr(Exchange, "_entry", lambda self: {**entry(self), "latency_ms": -1})
+    entry = Exchange.log_entry
+    monkeypatch.setattr(Exchange, "log_entry", lambda self: {**entry(self), "latency_ms": -1})
     with caplog.at_level(logging.WARNING, logger="roster.scim"):
         status, created = scim_a.post("/Users", user_body("ann@x.io", password=PASSWORD))
         missing, _ = scim_a.get("/Users/nope")

@@ -112,12 +112,14 @@ class Recorder:
             while not self._stop.is_set():
                 self._wake.wait(interval)
                 self._wake.clear()
-                # This thread's own database connection, kept as a request's is (CONN_MAX_AGE), dropped when broken.
-                close_old_connections()
                 try:
-                    self.flush()
-                finally:
+                    # This thread's own database connection, kept as a request's is (CONN_MAX_AGE), dropped
+                    # when broken.
                     close_old_connections()
+                    self.flush()
+                    close_old_connections()
+                except Exception as exc:  # noqa: BLE001 - the thread must outlive any one flush
+                    logger.warning("SCIM activity: flush failed (%s); next in %s s", type(exc).__name__, interval)
         finally:
             connections.close_all()  # this thread's connections only (they are per thread)
 

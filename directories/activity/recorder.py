@@ -17,8 +17,9 @@ Also written: what is left when the process exits normally (a gunicorn worker st
 test run ending: `atexit`), and whatever a caller asks for with `flush()` (the test suite, with
 SCIM_ACTIVITY_FLUSH_SECONDS = 0, which starts no thread). What cannot be written because the database is
 unreachable is kept for the next flush (log entries up to LOG_QUEUE_BYTES, then the newest are dropped
-and counted); a log entry the database refuses is logged and dropped. Each problem is one WARNING line
-per flush, naming the error's class, never an entry's content. What a process killed outright
+and counted), and said at DEBUG only: every request that meets the outage already logs its 503. A log
+entry the database refuses is dropped. Each other problem is one WARNING line per flush, naming the
+error's class, never an entry's content. What a process killed outright
 (SIGKILL, the out-of-memory killer) had not written yet is lost: at most one interval of counters and
 log entries, never a request's data. A forked child starts empty and starts its own thread.
 """
@@ -147,7 +148,7 @@ class Recorder:
                         continue
                     self._entries.append((directory_id, entry))
                     self._entries_bytes += _size(entry)
-            logger.warning("SCIM request log: %d entries not written yet (%s)", len(entries), type(exc).__name__)
+            _kept(f"SCIM request log: {len(entries)} entries not written yet", exc)
             return 0
         except Exception:  # noqa: BLE001 - one entry the database refuses must not cost the others
             return self._log_each(entries)
@@ -166,18 +167,16 @@ class Recorder:
 
     def _health_flush(self, batch: dict[uuid.UUID, Counters]) -> int:
         failed: dict[uuid.UUID, Counters] = {}
-        problem = ""
+        problem: Exception | None = None
         for directory_id, counters in batch.items():
             try:
                 scim_health_merge(directory_id=directory_id, counters=counters)
             except Exception as exc:  # noqa: BLE001 - any failure keeps the batch for the next flush
                 failed[directory_id] = counters
-                problem = type(exc).__name__
-        if failed:
-            logger.warning(
-                "SCIM health: the counters of %d director%s not written (%s); kept for the next flush",
-                len(failed),
-                "y" if len(failed) == 1 else "ies",
+                problem = exc
+        if problem is not None:
+            _kept(
+                f"SCIM health: the counters of {len(failed)} director{'y' if len(failed) == 1 else 'ies'} not written",
                 problem,
             )
             now_us = time.time_ns() // 1000
@@ -206,6 +205,14 @@ class Recorder:
             self.flush()
         finally:
             close_old_connections()
+
+
+def _kept(what: str, exc: Exception) -> None:
+    """Say that something was kept for the next flush. An unreachable database is already one log line
+    per request that meets it (their 503s, contract §7.1), so the recorder's retries add none above
+    DEBUG; anything else is a WARNING."""
+    level = logging.DEBUG if isinstance(exc, DATABASE_UNAVAILABLE) else logging.WARNING
+    logger.log(level, "%s (%s); kept for the next flush", what, type(exc).__name__)
 
 
 _recorder = Recorder()

@@ -99,11 +99,11 @@ class Exchange:
             kind = DEACTIVATED
         else:
             kind = AUTHENTICATED
+        if status != 503 and (status >= 400 or directory.log_scim_requests):
+            # Queued before the counters: once a flush has counted a request, it has written its entry too.
+            recorder.log(directory.id, self.log_entry())
         mark = secret_mark(seen.secret) if kind == AUTHENTICATED and seen.secret else None
         recorder.record(directory.id, at=self.at_us, status=status, kind=kind, mark=mark)
-        if status == 503 or (status < 400 and not directory.log_scim_requests):
-            return
-        recorder.log(directory.id, self.log_entry())
 
     def log_entry(self) -> dict[str, Any]:
         """What the request log keeps of this request: the field values of its ScimLogEntry."""

@@ -262,11 +262,20 @@ def test_admin_day_one_in_a_real_browser(browser, portal_env) -> None:  # noqa: 
     context.close()
 
 
+def recorded_requests(directory: Directory) -> int:
+    """The requests of the directory written to its health row, after writing what was recorded so far."""
+    from directories.activity import recorder
+    from directories.models import ScimHealth
+
+    recorder.flush()
+    health = ScimHealth.objects.filter(directory=directory).first()
+    return sum(counts[0] for counts in health.hours.values()) if health else 0
+
+
 def test_scim_health_and_the_request_log_in_a_real_browser(browser, portal_env) -> None:  # noqa: ANN001
     """A directory whose identity provider fails: its badge in the list (and the list filtered by it), the
     health panel, and the SCIM requests tab with the failures in red, one opened to its bodies. The
     screenshot scim-failing-directory.png is the one to show someone."""
-    from directories.activity import recorder
     from directories.services import directory_create
 
     base, _receiver_url = portal_env
@@ -290,7 +299,12 @@ def test_scim_health_and_the_request_log_in_a_real_browser(browser, portal_env) 
         ("GET", "/Users?filter=title%20zz%20%22x%22", None),
     ):
         assert scim(entra, failing.scim_secret, method, path, json=body).status_code >= 400, (method, path)
-    recorder.flush()  # what the web process's background thread does every few seconds
+    # What the web process's background thread does every few seconds. The live server records each
+    # request once its answer is sent, on the request's own thread: the last ones may not be in yet.
+    deadline = time.monotonic() + 10
+    while recorded_requests(healthy) < 1 or recorded_requests(failing) < 7:
+        assert time.monotonic() < deadline, "the live server did not record every request"
+        time.sleep(0.05)
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=base)
     page = context.new_page()

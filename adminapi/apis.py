@@ -22,9 +22,11 @@ from adminapi.auth import AdminAuthentication, AdminThrottled, root_token_matche
 from adminapi.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth import selectors, services
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
-from core.apiinput import json_object_body, page_bounds, query_check
+from core.apiinput import json_object_body, page_bounds, query_boolean, query_check, query_http_status
 from core.envelope import EnvelopeOnly, fail, fail_json, ok
 from core.errors import NotFound, ValidationFailed
+from directories.activity.rendering import scim_log_entry_data
+from directories.activity.selectors import scim_log_list
 from directories.models import Directory
 from directories.rendering import directory_data, group_data, user_data
 from directories.selectors import (
@@ -34,6 +36,7 @@ from directories.selectors import (
     directory_users,
     user_groups_attach,
 )
+from directories.services import scim_secret_rotation_input
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list
 
@@ -162,8 +165,11 @@ class DirectoryApi(AdminView):
 
 class ScimSecretApi(AdminView):
     def post(self, request: Request, directory_id: str) -> Response:
+        """Rotate; an optional `{"grace_seconds": N}` keeps the previous secret working N seconds (§4.1)."""
+        directory = self._directory(directory_id)
+        grace = scim_secret_rotation_input(_body(request))
         directory = services.admin_directory_scim_secret_rotate(
-            actor=request.user, client_ip=self._ip(), directory=self._directory(directory_id)
+            actor=request.user, client_ip=self._ip(), directory=directory, grace_seconds=grace
         )
         return ok(directory_data(directory))
 
@@ -205,6 +211,25 @@ class DirectoryEventsApi(AdminView):
             raise ValidationFailed("failed must be true or false.", field="failed")
         qs = delivery_list(directory=directory, failed=failed)
         return ok([delivery_data(d) for d in paged(request, qs)])
+
+
+class PreviousScimSecretApi(AdminView):
+    def delete(self, request: Request, directory_id: str) -> Response:
+        """Stop the previous SCIM secret now, before the end of its grace."""
+        directory, _revoked = services.admin_directory_previous_scim_secret_revoke(
+            actor=request.user, client_ip=self._ip(), directory=self._directory(directory_id)
+        )
+        return ok(directory_data(directory))
+
+
+class DirectoryScimRequestsApi(AdminView):
+    def get(self, request: Request, directory_id: str) -> Response:
+        """The SCIM request log, newest first (`failed`, `status`, paging as on the REST API)."""
+        directory = self._directory(directory_id)
+        failed = query_boolean(request, "failed")
+        status = query_http_status(request)
+        qs = scim_log_list(directory=directory, failed=failed, status=status)
+        return ok([scim_log_entry_data(entry) for entry in paged(request, qs)])
 
 
 class TokensApi(AdminView):

@@ -15,6 +15,16 @@ urlpatterns = [
     path("directories/<str:directory_id>/users", apis.DirectoryUsersApi.as_view(), name="admin-directory-users"),
     path("directories/<str:directory_id>/groups", apis.DirectoryGroupsApi.as_view(), name="admin-directory-groups"),
     path("directories/<str:directory_id>/events", apis.DirectoryEventsApi.as_view(), name="admin-directory-events"),
+    path(
+        "directories/<str:directory_id>/scim-secret/previous",
+        apis.PreviousScimSecretApi.as_view(),
+        name="admin-scim-secret-previous",
+    ),
+    path(
+        "directories/<str:directory_id>/scim-requests",
+        apis.DirectoryScimRequestsApi.as_view(),
+        name="admin-directory-scim-requests",
+    ),
     path("token", apis.TokensApi.as_view(), name="admin-tokens"),
     path("token/<str:token_id>", apis.TokenApi.as_view(), name="admin-token"),
     path("users", apis.AdminUsersApi.as_view(), name="admin-users"),

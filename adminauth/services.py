@@ -87,6 +87,8 @@ def _update_action(changed: list[str], directory: Directory) -> str:
     mixed update is "directory.updated" and its details still say the flags' new values."""
     if changed == ["log_webhook_events"]:
         return "directory.webhook_logging_toggled"
+    if changed == ["log_scim_requests"]:
+        return "directory.scim_logging_toggled"
     if changed == ["deactivated"]:
         return "directory.deactivated" if directory.deactivated else "directory.activated"
     return "directory.updated"
@@ -101,7 +103,7 @@ def admin_directory_update(
         if changed:
             details: dict[str, Any] = {"fields": changed}
             # Flags are not secrets: their new values make the entry readable on its own.
-            for flag in ("log_webhook_events", "deactivated"):
+            for flag in ("log_webhook_events", "deactivated", "log_scim_requests"):
                 if flag in changed:
                     details[flag] = getattr(directory, flag)
             if "name" in changed:
@@ -136,10 +138,11 @@ def admin_directory_delete(*, actor: AdminUser | None, client_ip: str | None, di
 
 
 def admin_directory_scim_secret_rotate(
-    *, actor: AdminUser | None, client_ip: str | None, directory: Directory
+    *, actor: AdminUser | None, client_ip: str | None, directory: Directory, grace_seconds: int = 0
 ) -> Directory:
+    """Rotate the SCIM secret, the previous one working `grace_seconds` more (contract §4.1)."""
     with transaction.atomic():
-        directory = directory_services.directory_scim_secret_rotate(directory=directory)
+        directory = directory_services.directory_scim_secret_rotate(directory=directory, grace_seconds=grace_seconds)
         audit_record(
             actor=actor,
             action="directory.scim_secret_rotated",
@@ -147,8 +150,27 @@ def admin_directory_scim_secret_rotate(
             target_id=directory.id,
             directory_id=directory.id,
             client_ip=client_ip,
+            details={"grace_seconds": grace_seconds},
         )
     return directory
+
+
+def admin_directory_previous_scim_secret_revoke(
+    *, actor: AdminUser | None, client_ip: str | None, directory: Directory
+) -> tuple[Directory, bool]:
+    """Stop the previous SCIM secret now; audited when there was one to stop."""
+    with transaction.atomic():
+        directory, revoked = directory_services.directory_previous_scim_secret_revoke(directory=directory)
+        if revoked:
+            audit_record(
+                actor=actor,
+                action="directory.previous_scim_secret_revoked",
+                target_type="directory",
+                target_id=directory.id,
+                directory_id=directory.id,
+                client_ip=client_ip,
+            )
+    return directory, revoked
 
 
 def admin_directory_webhook_secret_rotate(

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -46,10 +48,16 @@ def client_ip(request: HttpRequest) -> str | None:
     """The client's address. Behind `TRUSTED_PROXY_COUNT` reverse proxies, the address those proxies
     appended to X-Forwarded-For; without one, REMOTE_ADDR (a client-sent X-Forwarded-For is not
     trusted, or anyone could dodge the throttle and forge the audit trail's addresses)."""
-    remote = request.META.get("REMOTE_ADDR") or None
+    return client_address(request.META)
+
+
+def client_address(meta: Mapping[str, Any]) -> str | None:
+    """`client_ip` from a request's META (a WSGI environ): what the SCIM entry, which makes no
+    HttpRequest, records in its request log."""
+    remote = meta.get("REMOTE_ADDR") or None
     hops = int(getattr(settings, "TRUSTED_PROXY_COUNT", 0) or 0)
     if hops > 0:
-        forwarded = [p.strip() for p in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if p.strip()]
+        forwarded = [p.strip() for p in meta.get("HTTP_X_FORWARDED_FOR", "").split(",") if p.strip()]
         if len(forwarded) >= hops:
             remote = forwarded[-hops]
     if not remote:

@@ -27,6 +27,9 @@ edited), to price a fix before anyone writes it:
                    format, written to /dev/null (the other variants run at LOG_LEVEL=ERROR)
 - json_logs        the same lines with LOG_FORMAT=json
 - metrics_json     metrics and JSON lines together, what the benchmark runs with
+- no_activity      nothing recorded after the answer (scim.http.activity.Exchange.record does nothing):
+                   what the health counters (and a failed request's log entry) cost
+- scim_log         the directory's log_scim_requests on: every request also writes its request-log entry
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ VARIANTS = (
     "plain_logs",
     "json_logs",
     "metrics_json",
+    "no_activity",
+    "scim_log",
 )
 
 
@@ -70,6 +75,7 @@ class Harness:
         import webhooks.dispatch
         from config.wsgi import SurfaceApplication
         from directories.services import directory_create
+        from scim.http.activity import Exchange
 
         self.variant = variant
         on = {variant}
@@ -79,6 +85,9 @@ class Harness:
         self._kick = webhooks.dispatch.kick
         if "no_publish" in on:
             webhooks.dispatch.kick = lambda directory_id, target: None
+        self._record = Exchange.record
+        if "no_activity" in on:
+            Exchange.record = lambda exchange: None  # type: ignore[method-assign]
         # What gunicorn serves (config.wsgi), or one handler with the full chain for every request.
         self.app = WSGIHandler() if "full_middleware" in on else SurfaceApplication()
         if "django_handler" in on:
@@ -93,6 +102,7 @@ class Harness:
                 # A webhook, so every change records its outbox event like in production; nothing
                 # listens on port 9, deliveries (by the Celery worker, not running here) would fail.
                 "webhook_url": "http://127.0.0.1:9/hook",
+                "log_scim_requests": "scim_log" in on,
             }
         )
         self.base = f"/api/scim/v2.0/{self.directory.id}"
@@ -125,6 +135,7 @@ class Harness:
         import logging
 
         import webhooks.dispatch
+        from scim.http.activity import Exchange
 
         webhooks.dispatch.kick = self._kick
         lines = logging.getLogger("roster.requests")
@@ -132,6 +143,7 @@ class Harness:
             if handler not in self._saved_logging[1]:
                 handler.stream.close()
         lines.level, lines.handlers, lines.propagate = self._saved_logging
+        Exchange.record = self._record  # type: ignore[method-assign]
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[str, bytes]:
         data = json.dumps(body).encode() if body is not None else b""
@@ -152,7 +164,11 @@ class Harness:
             "wsgi.errors": sys.stderr,
         }
         status: list[str] = []
-        out = b"".join(self.app(environ, lambda s, h, e=None: status.append(s)))
+        answer = self.app(environ, lambda s, h, e=None: status.append(s))
+        try:
+            out = b"".join(answer)
+        finally:
+            answer.close()  # as a server does once the body is sent: the request is recorded and finished
         return status[0], out
 
     # one request each; the workload's bodies

@@ -32,8 +32,11 @@ app.conf.task_publish_retry = False
 app.conf.beat_schedule = {
     # Drain directories whose events' kick failed or whose drain died, and report lost attempts.
     "webhooks-sweep": {"task": "webhooks.sweep", "schedule": 30.0},
-    # Delivery-log retention (WEBHOOK_LOG_RETENTION_DAYS) and finished outbox rows.
+    # Delivery-log retention (WEBHOOK_LOG_RETENTION_DAYS), finished outbox rows, and the SCIM request log's
+    # retention (SCIM_LOG_RETENTION_DAYS).
     "webhooks-purge": {"task": "webhooks.purge", "schedule": 3600.0},
+    # SCIM health: directories that went silent (SCIM_SILENT_DAYS without a request), expired previous secrets.
+    "scim-health-sweep": {"task": "directories.scim_health_sweep", "schedule": 300.0},
 }
 
 app.autodiscover_tasks()

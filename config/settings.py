@@ -44,6 +44,14 @@ WEBHOOK_LOG_RETENTION_DAYS = env.int("WEBHOOK_LOG_RETENTION_DAYS", default=7)
 # The most resources one SCIM list page returns (advertised as filter.maxResults).
 SCIM_MAX_RESULTS = env.int("SCIM_MAX_RESULTS", default=1000)
 
+# SCIM activity (contract §4.1): how long the SCIM request log is kept, how long without a request makes
+# a connected directory `silent`, and how often each web process writes the health counters and log
+# entries it gathered (directories.activity.recorder; 0 starts no background thread: they are then
+# written at exit or when asked, which is what the test suite does).
+SCIM_LOG_RETENTION_DAYS = env.int("SCIM_LOG_RETENTION_DAYS", default=7)
+SCIM_SILENT_DAYS = env.int("SCIM_SILENT_DAYS", default=7)
+SCIM_ACTIVITY_FLUSH_SECONDS = env.float("SCIM_ACTIVITY_FLUSH_SECONDS", default=2.0)
+
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",

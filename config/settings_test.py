@@ -56,6 +56,9 @@ ADMIN_ROOT_TOKEN = None
 ADMIN_JWT_SECRET = "test-admin-jwt-secret-with-enough-length-32b"
 WEBHOOK_URL = None
 WEBHOOK_SECRET = None
+# SCIM health counters and request-log entries are written when a test asks
+# (directories.activity.recorder.flush), not by a thread that would write into the next test's database.
+SCIM_ACTIVITY_FLUSH_SECONDS = 0
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -34,6 +34,8 @@ PAGE_LIMIT_MAX = 1000
 PAGE_NUMBER_MAX = INT_MAX
 # Beyond any real table, and far below the 64-bit limit where SQLite and PostgreSQL reject OFFSET.
 PAGE_OFFSET_CEILING = 10**15
+# An HTTP status in a filter (`status=404`): the range HTTP defines.
+HTTP_STATUS_MIN, HTTP_STATUS_MAX = 100, 599
 # Request bodies of both APIs are flat objects; a deeper document is not one a client meant to send.
 BODY_MAX_DEPTH = 16
 
@@ -128,6 +130,21 @@ def query_datetime(request: Request, name: str) -> datetime | None:
             f"{name} must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z.", field=name
         )
     return moment
+
+
+def query_integer(request: Request, name: str, *, minimum: int, maximum: int) -> int | None:
+    """An integer from `minimum` to `maximum` (0 <= minimum), decimal digits only; None when absent."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    # The length first, as for paging: int() of thousands of digits is slow (and past 4300 an error).
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and minimum <= int(raw) <= maximum):
+        raise ValidationFailed(f"{name} must be an integer from {minimum} to {maximum}.", field=name)
+    return int(raw)
+
+
+def query_http_status(request: Request, name: str = "status") -> int | None:
+    return query_integer(request, name, minimum=HTTP_STATUS_MIN, maximum=HTTP_STATUS_MAX)
 
 
 def _page_number(request: Request, name: str, default: int) -> int:

@@ -209,16 +209,35 @@ class RowWriter(Generic[M]):
         the instance's auto timestamps are set as soon as this returns."""
         connection = connections[alias]
         fields = self._fields(None)
+        values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+        self._saved(obj, alias)
+        return self._insert_text(alias, fields), values
+
+    def _insert_text(self, alias: str, fields: list[models.Field]) -> str:
         key = (alias, ("*insert*",))
         sql = self._sql.get(key)
         if sql is None:
-            quote = connection.ops.quote_name
+            quote = connections[alias].ops.quote_name
             columns = ", ".join(quote(f.column) for f in fields)
             marks = ", ".join(["%s"] * len(fields))
             sql = self._sql[key] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608
-        values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-        self._saved(obj, alias)
-        return sql, values
+        return sql
+
+    def insert_many(self, objs: list[M], *, alias: str = "default") -> None:
+        """INSERT every instance of `objs` with the one INSERT text, sent as a batch (psycopg pipelines
+        an executemany: one round trip). Unlike the ORM's bulk_create on PostgreSQL, which sends each
+        column as an array and escapes every string element of it in Python, the values go as plain
+        parameters: for rows with long text, several times less CPU."""
+        if not objs:
+            return
+        connection = connections[alias]
+        fields = self._fields(None)
+        rows = []
+        for obj in objs:
+            rows.append([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+            self._saved(obj, alias)
+        with connection.cursor() as cursor:
+            cursor.executemany(self._insert_text(alias, fields), rows)
 
     def insert_select_sql(
         self, rows: list[tuple[Any, M]], *, where: str, key_type: str = "uuid", alias: str = "default"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from core.timefmt import iso_utc, iso_utc_or_none
+from directories.activity.rendering import health_data, health_row, scim_secret_data
 from directories.mapping import custom_attributes, roles
 from directories.models import Directory, DirectoryGroup, DirectoryType, DirectoryUser
 from directories.selectors import directories_by_id, user_groups_attach
@@ -25,8 +28,8 @@ def scim_endpoint(directory: Directory) -> str:
     return endpoint
 
 
-def directory_data(directory: Directory) -> dict[str, Any]:
-    return {
+def directory_data(directory: Directory, *, now: datetime | None = None) -> dict[str, Any]:
+    data = {
         "id": str(directory.id),
         "name": directory.name,
         "tenant": directory.tenant,
@@ -45,6 +48,24 @@ def directory_data(directory: Directory) -> dict[str, Any]:
         "attribute_map": directory.attribute_map,
         "role_map": directory.role_map,
     }
+    _scim_activity_add(data, directory, now or timezone.now())
+    return data
+
+
+def _scim_activity_add(data: dict[str, Any], directory: Directory, now: datetime) -> None:
+    """Contract §4.1: the request-log switch, the secrets' expiry and last uses, and `health`."""
+    health = health_row(directory)
+    data["log_scim_requests"] = directory.log_scim_requests
+    data["scim"].update(scim_secret_data(directory, health, now))
+    data["health"] = health_data(directory, health, now)
+
+
+def directory_public_data(directory: Directory, *, now: datetime | None = None) -> dict[str, Any]:
+    """The directory as sent in dsync.* events: without its SCIM and webhook secrets."""
+    data = directory_data(directory, now=now)
+    data["scim"] = {k: v for k, v in data["scim"].items() if k != "secret"}
+    data["webhook"] = {"endpoint": data["webhook"]["endpoint"]}
+    return data
 
 
 def user_data(user: DirectoryUser, *, directory: Directory) -> dict[str, Any]:

@@ -68,7 +68,8 @@ def directory_list(
         qs = qs.filter(product=product)
     if search:
         qs = qs.filter(Q(name__icontains=search) | Q(tenant__icontains=search) | Q(product__icontains=search))
-    return qs.order_by("created_at", "id")
+    # Each Directory renders its `health` (directories.rendering): its row comes in the same query.
+    return qs.select_related("scim_health").order_by("created_at", "id")
 
 
 def directory_list_with_counts(**filters: Any) -> QuerySet[Directory]:

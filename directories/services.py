@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import ValidationFailed
+from core.errors import NotFound, ValidationFailed
 from core.outbound import validate_webhook_url
+from directories.activity.services import scim_health_settle, scim_previous_secret_forgotten, scim_secret_rotated
 from directories.mapping import attribute_map_problem, role_map_problem
 from directories.models import ApiKey, Directory, DirectoryType, api_key_hash
-from directories.rendering import directory_data
+from directories.outbox import outbox as _events
+from directories.rendering import directory_public_data as _public
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
@@ -26,37 +27,13 @@ UPDATABLE_FIELDS = (
     "webhook_secret",
     "log_webhook_events",
     "deactivated",
+    "log_scim_requests",
     # mapped attributes and roles (contract §3)
     "attribute_map",
     "role_map",
 )
-
-
-@dataclass(frozen=True)
-class DirectoryOutbox:
-    """What the directory writes below need from the webhook outbox: record a dsync.* event in the
-    caller's transaction, and forget a deleted directory's events for its own webhook.
-
-    webhooks builds on this app (its models and services read directories), so this module does not
-    import it: webhooks.apps hands its services in at start-up (`outbox_set`), as it hands dispatch
-    its publisher."""
-
-    event_record: Callable[..., object]  # (directory=, event_type=, data=)
-    events_delete: Callable[..., None]  # (directory_id=)
-
-
-_outbox: DirectoryOutbox | None = None
-
-
-def outbox_set(outbox: DirectoryOutbox) -> None:
-    global _outbox
-    _outbox = outbox
-
-
-def _events() -> DirectoryOutbox:
-    if _outbox is None:
-        raise RuntimeError("no webhook outbox: webhooks.apps did not run (is 'webhooks' installed?)")
-    return _outbox
+# A rotation may keep the previous SCIM secret working this long (contract §4.1: 7 days).
+GRACE_SECONDS_MAX = 7 * 24 * 3600
 
 
 def secret_generate() -> str:
@@ -111,7 +88,7 @@ def _webhook_fields(data: dict[str, Any], *, current_url: str) -> tuple[str | No
 
 def directory_create(*, data: dict[str, Any]) -> Directory:
     """Create a directory from request data (name, tenant, product, type, webhook_url, webhook_secret,
-    log_webhook_events), raising ValidationFailed with a message naming the bad field."""
+    log_webhook_events, log_scim_requests), raising ValidationFailed with a message naming the bad field."""
     if not isinstance(data, dict):
         raise ValidationFailed("The body must be a JSON object.")
     tenant = _tenant_or_product(data, "tenant")
@@ -123,6 +100,7 @@ def directory_create(*, data: dict[str, Any]) -> Directory:
     name = _string(data, "name") or f"{tenant} {product} ({DirectoryType(dir_type).label})"[:NAME_MAX_LENGTH]
     webhook_url, webhook_secret = _webhook_fields(data, current_url="")
     log_events = _boolean(data, "log_webhook_events") or False
+    log_requests = _boolean(data, "log_scim_requests") or False
     with transaction.atomic():
         directory = Directory.objects.create(
             name=name,
@@ -130,6 +108,7 @@ def directory_create(*, data: dict[str, Any]) -> Directory:
             product=product,
             type=dir_type,
             log_webhook_events=log_events,
+            log_scim_requests=log_requests,
             scim_secret=secret_generate(),
             webhook_url=webhook_url or "",
             webhook_secret=(webhook_secret or secret_generate()) if webhook_url else "",
@@ -167,7 +146,7 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
                 changes["webhook_secret"] = secret_generate()
         if secret:
             changes["webhook_secret"] = secret
-    for flag in ("log_webhook_events", "deactivated"):
+    for flag in ("log_webhook_events", "deactivated", "log_scim_requests"):
         value = _boolean(data, flag)
         if value is not None:
             changes[flag] = value
@@ -182,6 +161,7 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
         if "deactivated" in changed:
             event = "dsync.deactivated" if directory.deactivated else "dsync.activated"
             _events().event_record(directory=directory, event_type=event, data=_public(directory))
+            scim_health_settle(directory=directory)  # `deactivated` is a health state of its own
     return directory, changed
 
 
@@ -210,10 +190,58 @@ def directory_delete(*, directory: Directory) -> None:
         directory.delete()
 
 
-def directory_scim_secret_rotate(*, directory: Directory) -> Directory:
-    directory.scim_secret = secret_generate()
-    directory.save(update_fields=["scim_secret", "updated_at"])
+def grace_seconds_check(value: object) -> int:
+    """`grace_seconds` of a SCIM secret rotation: an integer from 0 to GRACE_SECONDS_MAX (not a bool,
+    a float or a string of digits), else ValidationFailed naming the field."""
+    if type(value) is not int or not 0 <= value <= GRACE_SECONDS_MAX:
+        raise ValidationFailed(
+            f"grace_seconds must be an integer from 0 to {GRACE_SECONDS_MAX} (seconds the old secret keeps working).",
+            field="grace_seconds",
+        )
+    return value
+
+
+def scim_secret_rotation_input(data: dict[str, Any]) -> int:
+    """The `grace_seconds` of a rotation request's body (`{}` or `{"grace_seconds": N}`; 0 when absent)."""
+    unknown = sorted(set(data) - {"grace_seconds"})
+    if unknown:
+        raise ValidationFailed(f"Unknown field(s): {', '.join(unknown)}. Accepted: grace_seconds.", field=unknown[0])
+    return grace_seconds_check(data.get("grace_seconds", 0))
+
+
+def directory_scim_secret_rotate(*, directory: Directory, grace_seconds: int = 0) -> Directory:
+    """A new SCIM secret. With `grace_seconds`, the one it replaces keeps working that long (contract
+    §4.1), so the identity provider can be updated without a failed push; with 0 it stops at once, and
+    so does any secret an earlier rotation kept. Only one previous secret is kept."""
+    grace = grace_seconds_check(grace_seconds)
+    with transaction.atomic():
+        # Under the row's lock: of two rotations at once, the second keeps the secret the first made.
+        locked = Directory.objects.select_for_update().filter(pk=directory.pk)
+        old = locked.values_list("scim_secret", flat=True).first()
+        if old is None:
+            raise NotFound("Directory not found.")  # deleted since it was read
+        directory.scim_secret = secret_generate()
+        directory.previous_scim_secret = old if grace else ""
+        directory.previous_scim_secret_expires_at = timezone.now() + timedelta(seconds=grace) if grace else None
+        directory.save(
+            update_fields=["scim_secret", "previous_scim_secret", "previous_scim_secret_expires_at", "updated_at"]
+        )
+        scim_secret_rotated(directory=directory, previous_kept=bool(grace))
     return directory
+
+
+def directory_previous_scim_secret_revoke(*, directory: Directory) -> tuple[Directory, bool]:
+    """Stop the previous SCIM secret now, before its grace ends; returns the directory and whether there
+    was one to stop."""
+    had = directory.previous_scim_secret_valid(timezone.now())
+    if not directory.previous_scim_secret and directory.previous_scim_secret_expires_at is None:
+        return directory, False
+    with transaction.atomic():
+        directory.previous_scim_secret = ""
+        directory.previous_scim_secret_expires_at = None
+        directory.save(update_fields=["previous_scim_secret", "previous_scim_secret_expires_at", "updated_at"])
+        scim_previous_secret_forgotten(directory=directory)
+    return directory, had
 
 
 def directory_webhook_secret_rotate(*, directory: Directory) -> Directory:
@@ -222,14 +250,6 @@ def directory_webhook_secret_rotate(*, directory: Directory) -> Directory:
     directory.webhook_secret = secret_generate()
     directory.save(update_fields=["webhook_secret", "updated_at"])
     return directory
-
-
-def _public(directory: Directory) -> dict[str, Any]:
-    """The directory as sent in dsync.* events: without its SCIM and webhook secrets."""
-    data = directory_data(directory)
-    data["scim"] = {k: v for k, v in data["scim"].items() if k != "secret"}
-    data["webhook"] = {"endpoint": data["webhook"]["endpoint"]}
-    return data
 
 
 def api_key_create(*, name: str) -> tuple[ApiKey, str]:

@@ -65,12 +65,18 @@ class DirectoryEditForm(forms.Form):
         label="Log webhook deliveries",
         help_text="Keep every delivery attempt (status, latency, response excerpt, payload) for the deliveries page.",
     )
+    log_scim_requests = forms.BooleanField(
+        required=False,
+        label="Log successful SCIM requests",
+        help_text="Failed SCIM requests are always kept; with this on, every request is, with its bodies.",
+    )
 
     def service_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "name": self.cleaned_data["name"],
             "webhook_url": self.cleaned_data["webhook_url"],
             "log_webhook_events": self.cleaned_data["log_webhook_events"],
+            "log_scim_requests": self.cleaned_data["log_scim_requests"],
         }
         if self.cleaned_data["webhook_secret"]:
             data["webhook_secret"] = self.cleaned_data["webhook_secret"]
@@ -128,3 +134,25 @@ class DeleteConfirmForm(forms.Form):
         if value != self.expected_name.strip():
             raise forms.ValidationError("That is not this directory's name; nothing was deleted.")
         return value
+
+
+class ScimSecretRotateForm(forms.Form):
+    """How long the secret being replaced keeps working (contract §4.1, `grace_seconds`)."""
+
+    GRACE_CHOICES = [
+        ("0", "Now: the current secret stops working at once"),
+        ("3600", "Keep the current secret working for 1 hour"),
+        ("86400", "Keep the current secret working for 1 day"),
+        ("604800", "Keep the current secret working for 7 days"),
+    ]
+
+    # Not required: a confirmation posted without a choice rotates "now", as the page did before it had one.
+    grace_seconds = forms.TypedChoiceField(
+        choices=GRACE_CHOICES,
+        coerce=int,
+        required=False,
+        empty_value=0,
+        initial="0",
+        widget=forms.RadioSelect,
+        label="When should the current secret stop working?",
+    )

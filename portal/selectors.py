@@ -7,6 +7,7 @@ import uuid
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
+from directories.activity.selectors import with_health_state
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.selectors import directory_groups, directory_list, directory_users
 
@@ -24,10 +25,14 @@ def _count_of(model: type, **outer: str) -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def portal_directory_list(*, search: str = "", tenant: str = "", product: str = "") -> QuerySet[Directory]:
-    """All directories, newest first, with user and group counts; `search` matches name, tenant or product."""
+def portal_directory_list(
+    *, search: str = "", tenant: str = "", product: str = "", health: str = ""
+) -> QuerySet[Directory]:
+    """All directories, newest first, with user and group counts and their health state (`health_state`);
+    `search` matches name, tenant or product, `health` keeps one health state."""
+    qs = directory_list(tenant=tenant or None, product=product or None, search=search or None)
     return (
-        directory_list(tenant=tenant or None, product=product or None, search=search or None)
+        with_health_state(qs, state=health or None)
         .annotate(
             user_count=_count_of(DirectoryUser, directory="pk"),
             group_count=_count_of(DirectoryGroup, directory="pk"),

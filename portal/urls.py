@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from portal.views import audit, auth, deliveries, directories, mapping, people
+from portal.views import audit, auth, deliveries, directories, mapping, people, scim_requests
 
 app_name = "portal"
 
@@ -37,4 +37,21 @@ urlpatterns = [
     path("directories/<str:directory_id>/deliveries", deliveries.delivery_list, name="deliveries"),
     path("directories/<str:directory_id>/deliveries/<str:delivery_id>", deliveries.delivery_detail, name="delivery"),
     path("audit", audit.audit_list, name="audit"),
+    # SCIM activity (contract §4.1): the request log, its switch, and the previous secret of a rotation.
+    path("directories/<str:directory_id>/scim-requests", scim_requests.scim_request_list, name="scim_requests"),
+    path(
+        "directories/<str:directory_id>/scim-requests/<str:entry_id>",
+        scim_requests.scim_request_detail,
+        name="scim_request",
+    ),
+    path(
+        "directories/<str:directory_id>/scim-logging",
+        directories.directory_scim_logging_set,
+        name="directory_scim_logging",
+    ),
+    path(
+        "directories/<str:directory_id>/scim-secret/revoke-previous",
+        directories.directory_previous_scim_secret_revoke,
+        name="directory_scim_secret_revoke_previous",
+    ),
 ]

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from adminauth.services import audit_record
 from core.apiinput import (
     json_body,
+    json_object_body,
     page_bounds,
     query_boolean,
     query_check,
@@ -43,7 +44,14 @@ from directories.selectors import (
     tenant_users_page,
     user_groups_page,
 )
-from directories.services import directory_create, directory_delete, directory_update
+from directories.services import (
+    directory_create,
+    directory_delete,
+    directory_previous_scim_secret_revoke,
+    directory_scim_secret_rotate,
+    directory_update,
+    scim_secret_rotation_input,
+)
 from restapi import openapi as doc
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
@@ -297,3 +305,46 @@ class GroupDetailApi(ApiView):
         if group is None:
             raise NotFound("Group not found.")
         return ok(group_with_members_data(group, group_member_ids(group=group)))
+
+
+# --- the SCIM secret: rotation with grace, and revoking the previous one (contract §4.1) ---------------
+
+
+class ScimSecretApi(ApiView):
+    @extend_schema(
+        operation_id="directories_scim_secret_rotate",
+        summary="Rotate the SCIM secret",
+        description=(
+            "A new SCIM secret, shown in the answer. With grace_seconds, the previous secret keeps working that "
+            "many seconds (scim.previous_secret_expires_at), so the identity provider can be updated without a "
+            "failed push; with 0 (the default) it stops at once, and so does any secret an earlier rotation kept."
+        ),
+        parameters=[doc.path_uuid("directory_id")],
+        request=doc.ScimSecretRotateInput,
+        responses={200: doc.DirectoryEnvelope, **doc.errors(404, 413)},
+    )
+    def post(self, request: Request, directory_id: str) -> Response:
+        directory = _directory_or_404(directory_id)
+        grace = scim_secret_rotation_input(json_object_body(request))
+        with transaction.atomic():
+            directory = directory_scim_secret_rotate(directory=directory, grace_seconds=grace)
+            details = {"grace_seconds": grace}
+            _audit(request, action="directory.scim_secret_rotated", directory=directory, details=details)
+        return ok(directory_data(directory))
+
+
+class PreviousScimSecretApi(ApiView):
+    @extend_schema(
+        operation_id="directories_previous_scim_secret_revoke",
+        summary="Stop the previous SCIM secret now",
+        description="Ends the grace a rotation gave the previous secret; nothing to stop is not an error.",
+        parameters=[doc.path_uuid("directory_id")],
+        responses={200: doc.DirectoryEnvelope, **doc.errors(404)},
+    )
+    def delete(self, request: Request, directory_id: str) -> Response:
+        directory = _directory_or_404(directory_id)
+        with transaction.atomic():
+            directory, revoked = directory_previous_scim_secret_revoke(directory=directory)
+            if revoked:
+                _audit(request, action="directory.previous_scim_secret_revoked", directory=directory)
+        return ok(directory_data(directory))

@@ -26,12 +26,20 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.apiinput import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_NUMBER_MAX, query_check
+from core.apiinput import (
+    HTTP_STATUS_MAX,
+    HTTP_STATUS_MIN,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_MAX,
+    PAGE_NUMBER_MAX,
+    query_check,
+)
 from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
-from directories.models import DirectoryType
+from directories.models import DirectoryType, HealthState
+from directories.services import GRACE_SECONDS_MAX
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
 
@@ -64,6 +72,33 @@ class ScimInfo(serializers.Serializer):
     path = serializers.CharField()
     secret = serializers.CharField(help_text="Bearer token the identity provider sends.")
     endpoint = serializers.CharField(help_text="EXTERNAL_URL + path (+ ?aadOptscim062020 for azure-scim-v2).")
+    previous_secret_expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="Until when the secret before the last rotation still works (null: it does not)."
+    )
+    last_used_at = serializers.DateTimeField(
+        allow_null=True, help_text="The current secret's last use by a SCIM request (may lag up to a minute)."
+    )
+    previous_secret_last_used_at = serializers.DateTimeField(
+        allow_null=True, help_text="The previous secret's last use while a rotation kept it working."
+    )
+
+
+HEALTH_STATES = [choice.value for choice in HealthState]
+
+
+class HealthSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(
+        choices=HEALTH_STATES,
+        help_text="First match wins: deactivated; invalid_credentials (a 401 and no authenticated request "
+        "since); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); "
+        "healthy; never_connected.",
+    )
+    last_request_at = serializers.DateTimeField(allow_null=True)
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    last_error_at = serializers.DateTimeField(allow_null=True)
+    requests_24h = serializers.IntegerField(min_value=0, help_text="Requests naming the directory, 401s included.")
+    errors_24h = serializers.IntegerField(min_value=0, help_text="Of which answered 4xx or 5xx.")
+    auth_failures_24h = serializers.IntegerField(min_value=0, help_text="Of which answered 401.")
 
 
 class WebhookInfo(serializers.Serializer):
@@ -89,6 +124,8 @@ class DirectorySerializer(serializers.Serializer):
     role_map = serializers.DictField(
         child=serializers.CharField(), help_text="{group displayName or id: role}: each User's roles."
     )
+    log_scim_requests = serializers.BooleanField(help_text="Successful SCIM requests are logged too.")
+    health = HealthSerializer()
 
 
 def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
@@ -117,6 +154,7 @@ class DirectoryCreateInput(serializers.Serializer):
     webhook_url = _optional_text(2048, "An http or https URL on a public address; absent, null or empty: no webhook.")
     webhook_secret = _optional_text(512, "Needs webhook_url; generated if omitted.")
     log_webhook_events = serializers.BooleanField(required=False, allow_null=True, default=False)
+    log_scim_requests = serializers.BooleanField(required=False, allow_null=True, default=False)
 
 
 def _map_input(help_text: str) -> serializers.DictField:
@@ -142,6 +180,7 @@ class DirectoryPatchInput(serializers.Serializer):
         "identifiers that are not User fields."
     )
     role_map = _map_input("Keys name a group by displayName (case-insensitive) or id.")
+    log_scim_requests = serializers.BooleanField(required=False, allow_null=True)
 
 
 class UserSerializer(serializers.Serializer):
@@ -227,6 +266,47 @@ GroupListEnvelope = envelope("GroupListEnvelope", GroupSerializer(many=True))
 
 DeliveryListEnvelope = envelope("DeliveryListEnvelope", DeliverySerializer(many=True))
 
+
+# --- SCIM activity (contract §4.1) ---------------------------------------------------------------------
+
+
+class ScimSecretRotateInput(serializers.Serializer):
+    """The optional body of a rotation; any other field is a 400 (additionalProperties is false, see _tighten)."""
+
+    grace_seconds = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=GRACE_SECONDS_MAX,
+        help_text="Seconds the previous secret keeps working (default 0: it stops at once). An integer: "
+        "not a string, a float or a boolean.",
+    )
+
+
+class ScimRequestSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    directory_id = serializers.UUIDField()
+    at = serializers.DateTimeField(help_text="When the request arrived.")
+    method = serializers.CharField()
+    path = serializers.CharField(help_text="Relative to the directory's SCIM base, e.g. /Users/<id>.")
+    query = serializers.CharField(allow_blank=True, help_text="The query string, decoded.")
+    status = serializers.IntegerField(help_text="The HTTP status of the answer.")
+    failed = serializers.BooleanField(help_text="status is 400 or more.")
+    scim_type = serializers.CharField(allow_null=True, help_text="The scimType of an error answer.")
+    detail = serializers.CharField(allow_null=True, help_text="The detail of an error answer.")
+    latency_ms = serializers.IntegerField(min_value=0)
+    request_id = serializers.CharField(help_text="Also the answer's X-Request-Id header.")
+    client_ip = serializers.CharField(allow_null=True)
+    user_agent = serializers.CharField(allow_blank=True)
+    request_body = serializers.CharField(
+        allow_blank=True, help_text="The first 16 KiB, as text, password values replaced by ***."
+    )
+    request_truncated = serializers.BooleanField()
+    response_body = serializers.CharField(allow_blank=True, help_text="The first 4 KiB, as text.")
+    response_truncated = serializers.BooleanField()
+
+
+ScimRequestListEnvelope = envelope("ScimRequestListEnvelope", ScimRequestSerializer(many=True))
+
 # Query parameters, with the bounds core.apiinput enforces.
 _PAGE_NUMBER = {"type": "integer", "minimum": 0, "maximum": PAGE_NUMBER_MAX}
 TENANT = OpenApiParameter(
@@ -281,6 +361,17 @@ STATUS = OpenApiParameter(
     {"type": "string", "enum": ["delivered", "failed"]},
     required=False,
     description="Same filter as failed, by name; both given must agree.",
+)
+
+
+SCIM_FAILED = OpenApiParameter(
+    "failed", bool, required=False, description="true: requests answered 4xx/5xx only; false: the others only."
+)
+HTTP_STATUS = OpenApiParameter(
+    "status",
+    {"type": "integer", "minimum": HTTP_STATUS_MIN, "maximum": HTTP_STATUS_MAX},
+    required=False,
+    description="Only requests answered with this HTTP status (with failed, those matching both).",
 )
 
 
@@ -359,7 +450,7 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
                 response["headers"] = _response_headers(status)
     for name, schema in result["components"]["schemas"].items():
         # drf-spectacular names the PATCH body "Patched<serializer>".
-        if name.endswith("DirectoryPatchInput"):
+        if name.endswith(("DirectoryPatchInput", "ScimSecretRotateInput")):
             schema["additionalProperties"] = False
             for field, bounds in MAP_SCHEMAS.items():
                 schema["properties"][field].update(bounds)

@@ -1,7 +1,8 @@
 """REST routes (contract §3). `/api/v1/dsync/…` is an alias of `/api/v1/directory-sync/…`.
 
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
-`<directory_id>/events` is the delivery log (restapi.deliveries).
+`<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
+request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from django.urls import path
 from restapi import apis
 from restapi.deliveries import DirectoryEventsApi
 from restapi.openapi import RestSchemaView
+from restapi.scim_requests import DirectoryScimRequestsApi
 
 
 def _routes(prefix: str, suffix: str) -> list:
@@ -31,4 +33,27 @@ urlpatterns = [
     path("api/v1/schema", RestSchemaView.as_view(), name="rest-schema"),
     path("api/v1/directory-sync/<str:directory_id>/events", DirectoryEventsApi.as_view(), name="directory-events"),
     path("api/v1/dsync/<str:directory_id>/events", DirectoryEventsApi.as_view(), name="dsync-directory-events"),
+]
+
+
+def _scim_connection_routes(prefix: str, suffix: str) -> list:
+    """The SCIM connection of a directory (contract §4.1): its secret's rotation and its request log."""
+    return [
+        path(f"{prefix}/<str:directory_id>/scim-secret", apis.ScimSecretApi.as_view(), name=f"scim-secret{suffix}"),
+        path(
+            f"{prefix}/<str:directory_id>/scim-secret/previous",
+            apis.PreviousScimSecretApi.as_view(),
+            name=f"scim-secret-previous{suffix}",
+        ),
+        path(
+            f"{prefix}/<str:directory_id>/scim-requests",
+            DirectoryScimRequestsApi.as_view(),
+            name=f"scim-requests{suffix}",
+        ),
+    ]
+
+
+urlpatterns += [
+    *_scim_connection_routes("api/v1/directory-sync", ""),
+    *_scim_connection_routes("api/v1/dsync", "-dsync"),
 ]

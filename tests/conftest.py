@@ -17,6 +17,18 @@ from directories.services import directory_create
 API_KEY = "test-env-api-key"
 
 
+@pytest.fixture(autouse=True)
+def _health_counters_per_test() -> Iterator[None]:
+    """Each web process keeps SCIM health counters in memory until they are flushed
+    (directories.activity.recorder): a test starts without another test's, which name its directories, and
+    leaves none behind for the flush at exit, which runs after the test database is gone."""
+    from directories.activity import recorder
+
+    recorder.discard()
+    yield
+    recorder.discard()
+
+
 @pytest.fixture
 def api_client() -> Client:
     """A REST client carrying a valid API key."""

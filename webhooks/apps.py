@@ -10,7 +10,7 @@ class WebhooksConfig(AppConfig):
     def ready(self) -> None:
         # The wires that keep imports one-way (the layers in pyproject.toml), made once at start-up.
         # Imported here, not at the top: these modules import models, which exist only once the apps are loaded.
-        from directories import services as directory_services
+        from directories import outbox
         from webhooks import dispatch, services, tasks, transport
 
         # Celery is known to the task module only: dispatch asks its publisher for drains, and transport
@@ -18,8 +18,8 @@ class WebhooksConfig(AppConfig):
         dispatch.publisher_set(tasks.drain_publish)
         transport.task_stop_set(*tasks.TASK_STOP)
         # Directory writes record dsync.* events in the outbox; directories sits below webhooks.
-        directory_services.outbox_set(
-            directory_services.DirectoryOutbox(
+        outbox.outbox_set(
+            outbox.DirectoryOutbox(
                 event_record=services.directory_event_record, events_delete=services.directory_events_delete
             )
         )

@@ -1,4 +1,5 @@
-"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch, taking ids and bounded in time.
+"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch (and the SCIM activity sweep and
+purge of directories.activity), taking ids and bounded in time.
 
 The one module of webhooks that imports Celery (a contract in pyproject.toml). The tasks are shared tasks,
 bound to the project's Celery app (config.celery) when it loads them, so this app does not import the
@@ -14,6 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.worker import state as worker_state
 from django.conf import settings
 
+from directories.activity import services as activity
 from webhooks import dispatch, services
 
 # A drain works DRAIN_BUDGET seconds, then finishes the batch in hand, whose attempts stop starting after
@@ -78,7 +80,8 @@ def webhook_events_sweep() -> dict[str, int]:
 @shared_task(name="webhooks.purge", ignore_result=True, time_limit=600)
 def webhook_deliveries_purge() -> dict[str, int]:
     result = services.deliveries_purge()
-    return {"deliveries": result.deliveries, "events": result.events}
+    # The periodic purge keeps the SCIM request log to SCIM_LOG_RETENTION_DAYS too (contract §4.1).
+    return {"deliveries": result.deliveries, "events": result.events, "scim_requests": activity.scim_log_purge()}
 
 
 @shared_task(name="webhooks.ping", bind=True, ignore_result=True, time_limit=30)
@@ -91,3 +94,10 @@ def worker_ping_publish(token: str) -> None:
     """Send doctor's ping. A ping no worker took while doctor waited is answered whenever one starts; its
     row is then removed by a later answer (services.worker_ping_answer)."""
     worker_ping.apply_async(args=[token], retry=False)
+
+
+@shared_task(name="directories.scim_health_sweep", ignore_result=True, time_limit=300)
+def scim_health_sweep() -> dict[str, int]:
+    """What time alone changes in SCIM health: `silent` directories, expired previous secrets."""
+    result = activity.scim_health_sweep()
+    return {"silent": result.silent, "secrets_cleared": result.secrets_cleared}

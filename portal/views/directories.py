@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from adminauth import services as admin_services
 from core.errors import RosterError, ValidationFailed
-from directories.models import DirectoryType
+from directories.activity.rendering import health_data, health_row
+from directories.models import Directory, DirectoryType, HealthState
 from directories.rendering import scim_endpoint
 from directories.selectors import directory_get, directory_groups, directory_users
-from portal.forms import DeleteConfirmForm, DirectoryCreateForm, DirectoryEditForm
+from portal.forms import DeleteConfirmForm, DirectoryCreateForm, DirectoryEditForm, ScimSecretRotateForm
 from portal.selectors import portal_directory_list
 from portal.views.common import (
     admin_page,
@@ -45,11 +48,22 @@ def _audit_args(request: HttpRequest) -> dict[str, Any]:
 @admin_page
 def directory_list(request: HttpRequest) -> HttpResponse:
     q, tenant, product = search_term(request), search_term(request, "tenant"), search_term(request, "product")
-    page = paginate(request, portal_directory_list(search=q, tenant=tenant, product=product))
+    health = request.GET.get("health", "")
+    if health not in HealthState.values:
+        health = ""  # any other value: every state, as the select's first option
+    page = paginate(request, portal_directory_list(search=q, tenant=tenant, product=product, health=health))
     return render(
         request,
         "portal/directories/list.html",
-        {"page": page, "q": q, "tenant": tenant, "product": product, "filtered": bool(q or tenant or product)},
+        {
+            "page": page,
+            "q": q,
+            "tenant": tenant,
+            "product": product,
+            "health": health,
+            "health_states": HealthState.choices,
+            "filtered": bool(q or tenant or product or health),
+        },
     )
 
 
@@ -88,8 +102,22 @@ def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
             "group_count": directory_groups(directory=directory).count(),
             "setup_notes": notes,
             "tab": "overview",
+            **_health_context(directory),
         },
     )
+
+
+def _health_context(directory: Directory) -> dict[str, Any]:
+    """The health panel's and the SCIM connection's facts (contract §4.1), times as datetimes to show
+    in the admin's time zone."""
+    now = timezone.now()
+    health = health_row(directory)
+    return {
+        "health": health_data(directory, health, now),
+        "health_row": health,
+        "previous_secret_valid": directory.previous_scim_secret_valid(now),
+        "silent_days": settings.SCIM_SILENT_DAYS,
+    }
 
 
 @admin_page
@@ -102,6 +130,7 @@ def directory_edit(request: HttpRequest, directory_id: str) -> HttpResponse:
         "name": directory.name,
         "webhook_url": directory.webhook_url,
         "log_webhook_events": directory.log_webhook_events,
+        "log_scim_requests": directory.log_scim_requests,
     }
     form = DirectoryEditForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -126,9 +155,9 @@ def _flag_from_post(request: HttpRequest) -> bool | None:
     return {"on": True, "off": False}.get(request.POST.get("value", ""))
 
 
-@admin_page
-@require_POST
-def directory_logging_set(request: HttpRequest, directory_id: str) -> HttpResponse:
+def _log_switch(request: HttpRequest, directory_id: str, field: str, said: tuple[str, str], back: str) -> HttpResponse:
+    """Turn one of the directory's logs on or off; `said`: the messages for on and off. The log's own
+    page has its own "turn logging on" button (`back`): the admin goes back there."""
     directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
@@ -136,15 +165,24 @@ def directory_logging_set(request: HttpRequest, directory_id: str) -> HttpRespon
     if value is None:
         messages.error(request, "Choose on or off.")
     else:
-        admin_services.admin_directory_update(
-            **_audit_args(request), directory=directory, data={"log_webhook_events": value}
-        )
-        messages.success(
-            request, "Webhook deliveries are now logged." if value else "Webhook deliveries are no longer logged."
-        )
-    # The deliveries page's empty state has its own "turn logging on" button; send the admin back there.
-    target = "portal:deliveries" if request.POST.get("back") == "deliveries" else "portal:directory"
+        admin_services.admin_directory_update(**_audit_args(request), directory=directory, data={field: value})
+        messages.success(request, said[0] if value else said[1])
+    target = f"portal:{back}" if request.POST.get("back") == back else "portal:directory"
     return redirect(target, directory_id=directory.id)
+
+
+@admin_page
+@require_POST
+def directory_logging_set(request: HttpRequest, directory_id: str) -> HttpResponse:
+    said = ("Webhook deliveries are now logged.", "Webhook deliveries are no longer logged.")
+    return _log_switch(request, directory_id, "log_webhook_events", said, "deliveries")
+
+
+@admin_page
+@require_POST
+def directory_scim_logging_set(request: HttpRequest, directory_id: str) -> HttpResponse:
+    said = ("Successful SCIM requests are now logged too.", "Only failed SCIM requests are logged now.")
+    return _log_switch(request, directory_id, "log_scim_requests", said, "scim_requests")
 
 
 @admin_page
@@ -175,18 +213,48 @@ def directory_scim_secret_rotate(request: HttpRequest, directory_id: str) -> Htt
     directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
-    if request.method == "POST":
-        admin_services.admin_directory_scim_secret_rotate(**_audit_args(request), directory=directory)
-        messages.success(
-            request,
-            "New SCIM secret created. The old one no longer works: paste the new one into the identity provider.",
+    # Bound on every POST, even an empty one: no choice posted means "now".
+    form = ScimSecretRotateForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        grace = form.cleaned_data["grace_seconds"]
+        directory = admin_services.admin_directory_scim_secret_rotate(
+            **_audit_args(request), directory=directory, grace_seconds=grace
         )
+        if grace:
+            until = timezone.localtime(directory.previous_scim_secret_expires_at)
+            messages.success(
+                request,
+                f"New SCIM secret created. The old one keeps working until {until:%Y-%m-%d %H:%M %Z}: paste the "
+                "new one into the identity provider before then.",
+            )
+        else:
+            messages.success(
+                request,
+                "New SCIM secret created. The old one no longer works: paste the new one into the identity provider.",
+            )
         return redirect("portal:directory", directory_id=directory.id)
     return render(
         request,
         "portal/directories/confirm_rotate.html",
-        {"directory": directory, "secret_kind": "SCIM", "tab": "overview"},
+        {"directory": directory, "secret_kind": "SCIM", "form": form, "tab": "overview"},
+        status=400 if request.method == "POST" else 200,
     )
+
+
+@admin_page
+@require_POST
+def directory_previous_scim_secret_revoke(request: HttpRequest, directory_id: str) -> HttpResponse:
+    directory = directory_get(directory_id=directory_id)
+    if directory is None:
+        return not_found(request, "directory")
+    _directory, revoked = admin_services.admin_directory_previous_scim_secret_revoke(
+        **_audit_args(request), directory=directory
+    )
+    if revoked:
+        messages.success(request, "The old SCIM secret no longer works; only the current one does.")
+    else:
+        messages.info(request, "There was no old SCIM secret still working.")
+    return redirect("portal:directory", directory_id=directory.id)
 
 
 @admin_page

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from django.core.exceptions import BadRequest, SuspiciousOperation
@@ -26,6 +26,7 @@ from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import HEADER, scope_enter
 from scim.dispatch import MAX_BODY_BYTES, allowed_methods, process
+from scim.http.activity import Exchange
 from scim.http.observe import resource_type_of, scim_observed
 from scim.http.request import ScimRequest
 from scim.protocol.errors import ScimError, invalid_syntax
@@ -44,14 +45,23 @@ RESOURCES = {
 }
 
 
+class Answer(NamedTuple):
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]]
+    # What the entry records of the request once the answer is sent (scim.http.activity).
+    exchange: Exchange
+
+
 def scim_answer(
     environ: MutableMapping[str, Any],
     read_body: Callable[[], bytes],
     directory_id: str,
     resource: str = "",
     resource_id: str = "",
-) -> tuple[int, bytes, list[tuple[str, str]]]:
-    """The status, body and headers of the answer to one SCIM request; never raises.
+) -> Answer:
+    """The status, body and headers of the answer to one SCIM request, and its exchange to record once
+    the answer is sent; never raises.
 
     `environ` is the request's WSGI environ (Django's `request.META`), `read_body` reads its body (called
     at most once, see `http_request`); the other arguments are the route's (scim/http/routes.py).
@@ -63,21 +73,31 @@ def scim_answer(
     method = (environ.get("REQUEST_METHOD") or "GET").upper()
     scope, scope_token = scope_enter(environ)
     request_id = scope.request_id
-    request = data = None
+    exchange = Exchange(environ, method, directory_id, request_id)
+    request = data = problem = None
     extra: list[tuple[str, str]] = []
+
+    def read() -> bytes:
+        exchange.request_body = read_body()
+        return exchange.request_body
+
     try:
-        request = http_request(environ, read_body, method, directory_id, resource, resource_id)
-        result = process(request)
+        request = http_request(environ, read, method, directory_id, resource, resource_id)
+        result = process(request, seen=exchange.seen)
         status, data = result["status"], result["data"]
         body = b"" if data is None else encode(data)
         if result.get("version"):
             extra.append(("ETag", result["version"]))  # RFC 7644 §3.14: the same as meta.version
+        if status >= 400:
+            problem = data
     except ScimError as exc:
-        status, body = exc.status, orjson.dumps(exc.body())
+        problem = exc.body()
+        status, body = exc.status, orjson.dumps(problem)
     except (SuspiciousOperation, BadRequest) as exc:
         # Django's own refusals of a malformed request, e.g. more query parameters than
         # DATA_UPLOAD_MAX_NUMBER_FIELDS: a 400 in SCIM's format (the class only, not the request).
-        status, body = 400, orjson.dumps(invalid_syntax(f"The request was refused ({type(exc).__name__}).").body())
+        problem = invalid_syntax(f"The request was refused ({type(exc).__name__}).").body()
+        status, body = 400, orjson.dumps(problem)
     except DATABASE_UNAVAILABLE as exc:
         # The database is down, restarting or dropped this connection: the client may retry, and a
         # traceback per request would flood the log during an outage. Django closes the broken
@@ -90,13 +110,16 @@ def scim_answer(
             request_id,
         )
         status = 503
-        body = orjson.dumps(ScimError(503, f"The database is unavailable; retry later (request {request_id}).").body())
+        problem = ScimError(503, f"The database is unavailable; retry later (request {request_id}).").body()
+        body = orjson.dumps(problem)
         extra.append(("Retry-After", str(RETRY_AFTER_SECONDS)))
     except Exception:
         # A safety net, not a code path: the traceback and the request id, so the answer can be traced.
         logger.exception("SCIM request %s %r failed request_id=%s", method, _path(environ), request_id)
         status = 500
-        body = orjson.dumps(ScimError(500, f"Internal error (request {request_id}).").body())
+        problem = ScimError(500, f"Internal error (request {request_id}).").body()
+        body = orjson.dumps(problem)
+    exchange.answered(status, body, problem)
     headers = [("Content-Type", CONTENT_TYPE), (HEADER, request_id), *extra]
     if status == 401:
         headers.append(("WWW-Authenticate", 'Bearer realm="Roster SCIM"'))
@@ -108,7 +131,7 @@ def scim_answer(
             headers.append(("Location", location))
     resource_type = request.resource_type if request is not None else resource_type_of(RESOURCES, resource)
     scim_observed(scope, scope_token, method=method, resource_type=resource_type, status=status, started=started)
-    return status, body, headers
+    return Answer(status, body, headers, exchange)
 
 
 def encode(data: dict[str, Any]) -> bytes:
@@ -170,15 +193,30 @@ def http_request(
     )
 
 
+class ScimResponse(HttpResponse):
+    """A SCIM answer through Django's handler: it records its request (scim.http.activity) when the
+    server closes it, after sending it, as the WSGI entry's body does."""
+
+    def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.exchange = exchange
+
+    def close(self) -> None:
+        try:
+            self.exchange.record()
+        finally:
+            super().close()
+
+
 @csrf_exempt
 def scim_view(request: HttpRequest, directory_id: str, resource: str = "", resource_id: str = "") -> HttpResponse:
     # request.body, not META's wsgi.input: Django reads the stream limited to the Content-Length.
-    status, body, headers = scim_answer(request.META, lambda: request.body, directory_id, resource, resource_id)
-    response = HttpResponse(body, status=status, content_type=CONTENT_TYPE)
-    if status >= 500:
+    answer = scim_answer(request.META, lambda: request.body, directory_id, resource, resource_id)
+    response = ScimResponse(answer.body, status=answer.status, content_type=CONTENT_TYPE, exchange=answer.exchange)
+    if answer.status >= 500:
         # scim_answer logged it once, with the request id; django.request would log a second line.
         mark_logged(request)
-    for name, value in headers[1:]:  # the first is the Content-Type, set above
+    for name, value in answer.headers[1:]:  # the first is the Content-Type, set above
         response[name] = value
     return response
 

@@ -12,7 +12,9 @@ from the environ to `scim.http.views.scim_answer` and back to the server:
 - The headers SecurityMiddleware would add (nosniff, Referrer-Policy, Cross-Origin-Opener-Policy), and
   Content-Length as CommonMiddleware sets it.
 - `request_started` and `request_finished`, so Django manages the database connection (CONN_MAX_AGE,
-  a connection broken during the request) exactly as for any other request.
+  a connection broken during the request) exactly as for any other request. The request finishes when
+  the server closes the body it was given, after sending it: the request is recorded then
+  (scim.http.activity), as Django's handler does with scim.http.views.ScimResponse.
 
 Whatever this does not cover goes to the Django handler unchanged (`fallback`): a path the patterns do
 not match, a Host that is not allowed (Django answers 400 and logs it), a request without a Host
@@ -32,6 +34,7 @@ from django.core import signals
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_path_info
 
+from scim.http.activity import Exchange
 from scim.http.routes import scim_route
 from scim.http.views import scim_answer
 
@@ -85,13 +88,13 @@ class ScimApplication:
             return self.fallback(environ, start_response)
         signals.request_started.send(sender=self.__class__, environ=environ)
         try:
-            status, body, headers = scim_answer(environ, lambda: _body(environ), **args)
-        finally:
+            answer = scim_answer(environ, lambda: _body(environ), **args)
+            headers = [*answer.headers, *security_headers(), ("Content-Length", str(len(answer.body)))]
+            start_response(f"{answer.status} {_REASONS.get(answer.status, 'Unknown Status Code')}", headers)
+        except BaseException:
             signals.request_finished.send(sender=self.__class__)
-        headers += security_headers()
-        headers.append(("Content-Length", str(len(body))))
-        start_response(f"{status} {_REASONS.get(status, 'Unknown Status Code')}", headers)
-        return [body]
+            raise
+        return _Sent(answer.body, answer.exchange, self.__class__)
 
     def _host_allowed(self, environ: dict[str, Any]) -> bool:
         """Django's `get_host()` check, remembered per Host (and X-Forwarded-Host) value and settings."""
@@ -116,6 +119,22 @@ class ScimApplication:
                 self._hosts.clear()  # many distinct Host values: start over rather than grow
             self._hosts[key] = allowed
         return allowed
+
+
+class _Sent(list):
+    """The answer's body. The server calls close() once it has sent it (PEP 3333): the request is then
+    recorded (scim.http.activity) and finished (`request_finished`, as Django's response.close() does)."""
+
+    def __init__(self, body: bytes, exchange: Exchange, sender: type) -> None:
+        super().__init__([body])
+        self.exchange = exchange
+        self.sender = sender
+
+    def close(self) -> None:
+        try:
+            self.exchange.record()
+        finally:
+            signals.request_finished.send(sender=self.sender)
 
 
 def _body(environ: dict[str, Any]) -> bytes:

@@ -197,7 +197,7 @@ def test_delete_removes_the_directory_and_its_users(admin_client: Client, hooked
 
 def test_scim_secret_rotation_replaces_the_stored_secret(admin_client: Client, hooked: dict) -> None:
     old = hooked["scim"]["secret"]
-    data = _ok(admin_client.post(f"{BASE}/directories/{hooked['id']}/scim-secret"))
+    data = _ok(admin_client.post(f"{BASE}/directories/{hooked['id']}/scim-secret", content_type="application/json"))
     new = data["scim"]["secret"]
     assert new != old and len(new) >= 43
     # The SCIM endpoint reads the secret from this row on every request, so the old one is dead now.
@@ -209,7 +209,8 @@ def test_rotated_scim_secret_is_refused_by_the_scim_endpoint_at_once(admin_clien
     old = hooked["scim"]["secret"]
     users = f"/api/scim/v2.0/{hooked['id']}/Users"
     assert Client(HTTP_AUTHORIZATION=f"Bearer {old}").get(users).status_code == 200
-    new = _ok(admin_client.post(f"{BASE}/directories/{hooked['id']}/scim-secret"))["scim"]["secret"]
+    rotated = admin_client.post(f"{BASE}/directories/{hooked['id']}/scim-secret", content_type="application/json")
+    new = _ok(rotated)["scim"]["secret"]
     assert Client(HTTP_AUTHORIZATION=f"Bearer {old}").get(users).status_code == 401
     assert Client(HTTP_AUTHORIZATION=f"Bearer {new}").get(users).status_code == 200
 
@@ -368,7 +369,7 @@ def test_audit_lists_newest_first_with_filters(
 ) -> None:  # noqa: ANN001
     other = login("other@example.com").json()
     other_client = Client(HTTP_AUTHORIZATION=f"Bearer {other['token']}")
-    _ok(other_client.post(f"{BASE}/directories/{hooked['id']}/scim-secret"))
+    _ok(other_client.post(f"{BASE}/directories/{hooked['id']}/scim-secret", content_type="application/json"))
     _ok(_json(admin_client, "patch", f"/directories/{hooked['id']}", {"name": "Renamed"}))
 
     data = _ok(admin_client.get(f"{BASE}/audit"))

@@ -260,3 +260,97 @@ def test_admin_day_one_in_a_real_browser(browser, portal_env) -> None:  # noqa: 
     page.goto("/portal/")
     assert "/portal/login" in page.url
     context.close()
+
+
+def recorded_requests(directory: Directory) -> int:
+    """The requests of the directory written to its health row, after writing what was recorded so far."""
+    from directories.activity import recorder
+    from directories.models import ScimHealth
+
+    recorder.flush()
+    health = ScimHealth.objects.filter(directory=directory).first()
+    return sum(counts[0] for counts in health.hours.values()) if health else 0
+
+
+def test_scim_health_and_the_request_log_in_a_real_browser(browser, portal_env) -> None:  # noqa: ANN001
+    """A directory whose identity provider fails: its badge in the list (and the list filtered by it), the
+    health panel, and the SCIM requests tab with the failures in red, one opened to its bodies. The
+    screenshot scim-failing-directory.png is the one to show someone."""
+    from directories.services import directory_create
+
+    base, _receiver_url = portal_env
+    healthy = directory_create(data={"name": "Okta prod", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"})
+    failing = directory_create(data={"name": "Entra flaky", "tenant": "acme", "product": "hr", "type": "azure-scim-v2"})
+    okta, entra = (f"{base}/api/scim/v2.0/{d.id}" for d in (healthy, failing))
+    assert scim(okta, healthy.scim_secret, "GET", "/Users").status_code == 200
+    user = {
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+        "userName": "bo@acme.test",
+        "password": "s3cret!",
+    }
+    assert scim(entra, failing.scim_secret, "POST", "/Users", json=user).status_code == 201
+    assert scim(entra, "an-expired-secret", "GET", "/Users").status_code == 401
+    patch = {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "replace"}]}
+    for method, path, body in (
+        ("POST", "/Users", user),  # 409 uniqueness: the IdP lost track of a user it made
+        ("POST", "/Users", {"userName": 7}),
+        ("GET", f"/Users/{failing.id}", None),
+        ("PATCH", f"/Groups/{failing.id}", patch),
+        ("GET", "/Users?filter=title%20zz%20%22x%22", None),
+    ):
+        assert scim(entra, failing.scim_secret, method, path, json=body).status_code >= 400, (method, path)
+    # What the web process's background thread does every few seconds. The live server records each
+    # request once its answer is sent, on the request's own thread: the last ones may not be in yet.
+    deadline = time.monotonic() + 10
+    while recorded_requests(healthy) < 1 or recorded_requests(failing) < 7:
+        assert time.monotonic() < deadline, "the live server did not record every request"
+        time.sleep(0.05)
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=base)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto("/portal/login")
+    page.fill("#id_email", EMAIL)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/portal/")
+
+    # The list: each directory's health as a badge, failing in red, and a filter by state.
+    row = page.locator("tr", has_text="Entra flaky")
+    badge = row.locator("[data-health]")
+    assert badge.inner_text() == "Failing"
+    assert badge.evaluate("el => getComputedStyle(el).color") == FAIL_RED
+    assert page.locator("tr", has_text="Okta prod").locator("[data-health]").inner_text() == "Healthy"
+    shot(page, "13-directories-health")
+    page.select_option("#health-filter", "failing")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(f"{base}/portal/?*health=failing*")
+    assert page.locator("tbody tr").count() == 1 and "Entra flaky" in page.locator("tbody").inner_text()
+
+    # The health panel, then the SCIM requests tab: six failures in red, newest first.
+    page.click("text=Entra flaky")
+    panel = page.locator("#health")
+    assert panel.locator("[data-health]").inner_text() == "Failing"
+    assert "7 requests, 6 failed, 1 with a wrong secret" in panel.inner_text()
+    shot(page, "15-directory-health-panel")
+    page.click("nav.tabs >> text=SCIM requests")
+    entries = page.locator("li.scim-request")
+    assert entries.count() == 6 and page.locator("li.scim-request.delivery-failed").count() == 6
+    assert entries.first.evaluate("el => getComputedStyle(el).borderLeftColor") == FAIL_RED
+    assert [entries.nth(i).get_attribute("data-status") for i in range(6)] == ["400", "400", "404", "400", "409", "401"]
+    conflict = page.locator("li.scim-request[data-status='409']")
+    conflict.locator("summary").click()
+    opened = conflict.locator(".delivery-body").inner_text()
+    assert "uniqueness" in opened and '"userName": "bo@acme.test"' in opened and '"password": "***"' in opened
+    assert "s3cret!" not in page.content()
+    shot(page, "scim-failing-directory")
+
+    # On a phone, the tab reads without sideways scrolling.
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, base_url=base, is_mobile=True)
+    phone.add_cookies(context.cookies())
+    mobile = phone.new_page()
+    mobile.goto(f"/portal/directories/{failing.id}/scim-requests")
+    assert mobile.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    shot(mobile, "14-phone-scim-requests")
+    phone.close()
+    context.close()

@@ -7,8 +7,9 @@ import uuid
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from directories.models import Directory
+from directories.models import Directory, ScimLogEntry
 from tests.portal.conftest import make_group, make_user
 from webhooks.models import WebhookDelivery
 
@@ -21,6 +22,9 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
     group = make_group(directory_a, "Engineering", [user])
     delivery = WebhookDelivery.objects.create(
         directory=directory_a, event_id=uuid.uuid4(), event_type="user.created", payload="{}", delivered=True
+    )
+    entry = ScimLogEntry.objects.create(
+        directory=directory_a, at=timezone.now(), method="GET", path="/Users", status=404, latency_ms=1, request_id="r"
     )
     d = f"/portal/directories/{directory_a.id}"
     return {
@@ -39,6 +43,9 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
             f"{d}/groups/{group.id}",
             f"{d}/deliveries",
             f"{d}/deliveries/{delivery.id}",
+            f"{d}/scim-requests",
+            f"{d}/scim-requests/{entry.id}",
+            "/portal/?health=failing",
             "/portal/audit",
             "/portal/directories/not-a-uuid",
         ],
@@ -50,6 +57,8 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
             f"{d}/scim-secret",
             f"{d}/webhook-secret",
             f"{d}/delete",
+            f"{d}/scim-logging",
+            f"{d}/scim-secret/revoke-previous",
         ],
     }
 

@@ -35,9 +35,9 @@ def _captured(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[ScimRequest]
     seen: list[ScimRequest] = []
     real = module.process
 
-    def recording(request: ScimRequest, *args: Any) -> Any:
+    def recording(request: ScimRequest, *args: Any, **kwargs: Any) -> Any:
         seen.append(request)
-        return real(request, *args)
+        return real(request, *args, **kwargs)  # the HTTP entry also passes what the processor should tell it
 
     monkeypatch.setattr(module, "process", recording)
     return seen

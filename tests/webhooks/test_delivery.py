@@ -259,6 +259,10 @@ def global_receiver(receiver: Receiver, private_ok):  # noqa: ANN001, ANN201
     return receiver
 
 
+# Deactivating and activating change the health state too (contract §4.1): each is announced right after.
+DEACTIVATED_THEN_ACTIVATED = ["dsync.deactivated", "dsync.health_changed", "dsync.activated", "dsync.health_changed"]
+
+
 def _deliver_pending() -> None:
     for event_id in WebhookEvent.objects.filter(state=EventState.PENDING).values_list("id", flat=True):
         event_deliver(event_id=event_id)
@@ -272,8 +276,10 @@ def test_dsync_events_go_to_the_global_webhook_signed_with_its_secret(global_rec
     directory_delete(directory=directory)
     _deliver_pending()
 
-    got = global_receiver.wait_for(4)
-    assert [r.json["event"] for r in got] == ["dsync.created", "dsync.deactivated", "dsync.activated", "dsync.deleted"]
+    got = global_receiver.wait_for(6)
+    assert [r.json["event"] for r in got] == ["dsync.created", *DEACTIVATED_THEN_ACTIVATED, "dsync.deleted"]
+    changes = [(r.json["data"]["previous_state"], r.json["data"]["health"]["state"]) for r in (got[2], got[4])]
+    assert changes == [("never_connected", "deactivated"), ("deactivated", "never_connected")]
     for request in got:
         assert request.path == "/global"
         global_receiver.assert_signed(request, "global-secret-0123456789")
@@ -381,7 +387,8 @@ def test_purge_deletes_finished_outbox_rows_but_never_pending_ones(global_receiv
     WebhookEvent.objects.filter(state=EventState.DELIVERED).update(finished_at=timezone.now() - timedelta(days=30))
     result = deliveries_purge()
     assert result.events == 1
-    assert list(WebhookEvent.objects.values_list("state", flat=True)) == [EventState.PENDING]
+    left = WebhookEvent.objects.order_by("created_at").values_list("event_type", "state")
+    assert list(left) == [("dsync.deactivated", EventState.PENDING), ("dsync.health_changed", EventState.PENDING)]
 
 
 def test_purge_removes_the_log_of_a_directory_that_switched_logging_off(
@@ -727,9 +734,9 @@ def test_global_events_drained_as_a_batch_keep_their_rows_with_the_outcome(globa
     directory_update(directory=directory, data={"deactivated": True})
     directory_update(directory=directory, data={"deactivated": False})
     result = events_batch_deliver(directory_id=directory.id, target="global")
-    assert (result.claimed, result.delivered) == (3, 3)
-    got = global_receiver.wait_for(4, timeout=0.5)
-    assert [r.json["event"] for r in got] == ["dsync.created", "dsync.deactivated", "dsync.activated"]
+    assert (result.claimed, result.delivered) == (5, 5)
+    got = global_receiver.wait_for(6, timeout=0.5)
+    assert [r.json["event"] for r in got] == ["dsync.created", *DEACTIVATED_THEN_ACTIVATED]
     rows = WebhookEvent.objects.filter(directory_id=directory.id)
     assert {(e.state, e.finished_at is not None) for e in rows} == {(EventState.DELIVERED, True)}
 

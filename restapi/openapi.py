@@ -452,6 +452,7 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
         # drf-spectacular names the PATCH body "Patched<serializer>".
         if name.endswith(("DirectoryPatchInput", "ScimSecretRotateInput")):
             schema["additionalProperties"] = False
+        if name.endswith("DirectoryPatchInput"):
             for field, bounds in MAP_SCHEMAS.items():
                 schema["properties"][field].update(bounds)
     return result

@@ -40,6 +40,7 @@ WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", defa
 WEBHOOK_URL = env.str("WEBHOOK_URL", default="") or None
 WEBHOOK_SECRET = env.str("WEBHOOK_SECRET", default="") or None
 WEBHOOK_LOG_RETENTION_DAYS = env.int("WEBHOOK_LOG_RETENTION_DAYS", default=7)
+EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=30)
 
 # The most resources one SCIM list page returns (advertised as filter.maxResults).
 SCIM_MAX_RESULTS = env.int("SCIM_MAX_RESULTS", default=1000)

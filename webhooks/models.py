@@ -1,7 +1,10 @@
-"""The webhook outbox and the delivery log (contract §5).
+"""The webhook outbox, the changes feed, and the delivery log (contract §5, §5.1).
 
 `WebhookEvent` rows are written in the same transaction as the change they describe, so a committed
-change always has its event. `body` holds the exact JSON bytes that are signed and sent.
+change always has its event. `body` holds the exact JSON bytes that are signed and sent. A directory's
+own events (target "directory") carry a `sequence` (1, 2, 3… per directory, in commit order) and stay
+after their attempt, with its outcome, for EVENT_RETENTION_DAYS: together they are the directory's
+changes feed (docs/events.md says how the numbers stay gap-free).
 """
 
 from __future__ import annotations
@@ -34,15 +37,49 @@ class WebhookEvent(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     claimed_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The directory's event number (contract §5.1); None for dsync.* events (target "global").
+    sequence = models.BigIntegerField(null=True, blank=True)
+    # The outcome of the attempts so far, shown in the changes feed: how many were made, when the last
+    # one started, and the receiver's HTTP status of the last one (None: no answer, or none made).
+    attempts = models.PositiveIntegerField(default=0)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The pending attempt was asked for by a resend (contract §5.1), not by the change itself.
+    resend = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(fields=["state", "created_at"], name="event_state_created"),
-            # The drain's batch claim: one directory's pending events of one target, oldest first. Also
-            # serves every other lookup by directory (it replaces the single-column directory_id index).
-            models.Index(fields=["directory_id", "target", "state", "created_at", "id"], name="event_drain"),
+            # The drain's batch claim: one directory's pending events of one target, in sequence order
+            # (dsync.* events have none and go by created_at). Also serves every other lookup by directory.
+            models.Index(
+                fields=["directory_id", "target", "state", "sequence", "created_at", "id"], name="event_drain"
+            ),
+            # The purge by age.
+            models.Index(fields=["created_at"], name="event_created"),
         ]
+        constraints = [
+            # Never reused, and the changes feed's index: a directory's events by number.
+            models.UniqueConstraint(
+                fields=["directory_id", "sequence"],
+                condition=models.Q(sequence__isnull=False),
+                name="event_directory_sequence",
+            ),
+        ]
+
+
+class EventSequence(models.Model):
+    """The last sequence number given to one directory's events (contract §5.1). Taken by the statement
+    that records a change's events, which is the last write of its transaction: the row lock it takes
+    is held only until that transaction commits, so numbers are given in commit order (docs/events.md).
+    Kept after the directory's events are purged, so numbers are never reused."""
+
+    directory_id = models.UUIDField(primary_key=True)
+    last = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.directory_id}: {self.last}"
 
 
 class WebhookDelivery(models.Model):
@@ -65,6 +102,9 @@ class WebhookDelivery(models.Model):
     response_excerpt = models.TextField(blank=True, default="")
     payload = models.TextField()
     delivered = models.BooleanField(default=False)
+    # The event's number in its directory's feed, and whether this attempt was an explicit resend.
+    sequence = models.BigIntegerField(null=True, blank=True)
+    resend = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     attempted_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -267,6 +267,24 @@ def test_a_directory_without_events_has_an_empty_feed(api_client: Client, direct
     assert response.json() == {"data": [], "error": None, "events": {"last_sequence": 0, "oldest_sequence": None}}
 
 
+def test_the_document_states_the_feed_route_its_bounds_and_shapes(api_client: Client) -> None:
+    doc = api_client.get("/api/v1/schema", HTTP_ACCEPT="application/json").json()
+    for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
+        operation = doc["paths"][f"{prefix}/{{directory_id}}/changes"]["get"]
+        parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
+        assert parameters["after"] == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+        assert parameters["limit"] == {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
+        assert set(operation["responses"]) == {"200", "400", "401", "404", "406", "410", "500", "503"}
+    schemas = doc["components"]["schemas"]
+    assert set(schemas["ChangeListEnvelope"]["required"]) == {"data", "error", "events"}
+    change = schemas["Change"]
+    assert {"id", "event", "created_at", "sequence", "directory_id", "data", "delivery"} <= set(change["required"])
+    assert "previous_attributes" in change["properties"]
+    assert set(schemas["ChangeDelivery"]["required"]) == {"status", "attempts", "last_attempt_at", "status_code"}
+    assert "events" in schemas["Directory"]["required"]
+    assert schemas["EventsSummary"]["properties"]["oldest_sequence"]["nullable"] is True
+
+
 # --- the Directory's `events` ---------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from core import metrics
 from directories.models import Directory
 from webhooks import dispatch
-from webhooks.models import EventSequence, EventState, WebhookDelivery, WebhookEvent
+from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.services.delivery import sending_stale_after
 from webhooks.services.heartbeats import SWEEP, heartbeat_record
 
@@ -76,7 +76,8 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
 
 def _event_worker_lost(event_id: uuid.UUID) -> int:
     """`sending` -> `failed` ("worker lost"): the attempt's outcome is unknown, and it is not retried
-    because the receiver may well have got it (contract §5: a failed delivery is never retried)."""
+    because the receiver may well have got it (contract §5: a failed delivery is never retried). The row
+    stays, in the changes feed, counting the attempt made at its claim."""
     reason = "worker lost: the attempt was interrupted and its outcome is unknown"
     with transaction.atomic():
         # Conditional update, so a sweep racing a slow-but-alive worker's finish changes nothing twice.
@@ -110,11 +111,9 @@ def _event_worker_lost(event_id: uuid.UUID) -> int:
                 payload=event.body,
                 delivered=False,
                 sequence=event.sequence,
-                resend=False,
                 attempted_at=event.claimed_at,
                 finished_at=timezone.now(),
             )
-        # The event stays, failed: it is part of its directory's changes feed until retention ends.
     return 1
 
 
@@ -171,8 +170,8 @@ def feed_purge(*, before: datetime) -> int:
 
 
 def directory_events_delete(*, directory_id: uuid.UUID) -> None:
-    """Forget a directory's events for its own webhook and its feed's counter, as the directory is
-    deleted (its dsync.* events for the global receiver stay: dsync.deleted is one of them). A deleted
-    directory's id is never used again, so its numbers cannot be given twice."""
+    """Forget a directory's events for its own webhook, as the directory is deleted (its dsync.* events
+    for the global receiver stay: dsync.deleted is one of them). Its sequence counter row stays (a few
+    bytes): deleting it here, under the directory's row lock, could close a lock cycle with a write that
+    holds the counter and waits for that lock at commit (docs/events.md)."""
     WebhookEvent.objects.filter(directory_id=directory_id, target="directory").delete()
-    EventSequence.objects.filter(directory_id=directory_id).delete()

@@ -28,7 +28,7 @@ from core.errors import NotFound, ValidationFailed
 from directories.activity.rendering import scim_log_entry_data
 from directories.activity.selectors import scim_log_list
 from directories.models import Directory
-from directories.rendering import directory_data, group_data, user_data
+from directories.rendering import directories_data, directory_data, group_data, user_data
 from directories.selectors import (
     directory_get,
     directory_groups,
@@ -132,15 +132,16 @@ class DirectoriesApi(AdminView):
             product=request.query_params.get("product") or None,
             search=(request.query_params.get("q") or "").strip() or None,
         )
-        return ok([_directory_with_counts(d) for d in paged(request, qs)])
+        directories = list(paged(request, qs))
+        pages = zip(directories, directories_data(directories), strict=True)
+        return ok([_with_counts(data, directory) for directory, data in pages])
 
     def post(self, request: Request) -> Response:
         directory = services.admin_directory_create(actor=request.user, client_ip=self._ip(), data=_body(request))
         return ok(directory_data(directory), status=201)
 
 
-def _directory_with_counts(directory: Directory) -> dict[str, Any]:
-    data = directory_data(directory)
+def _with_counts(data: dict[str, Any], directory: Directory) -> dict[str, Any]:
     data["user_count"] = directory.user_count
     data["group_count"] = directory.group_count
     return data

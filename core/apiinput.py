@@ -167,6 +167,18 @@ def page_bounds(request: Request) -> tuple[int, int]:
     return offset, limit
 
 
+def position_bounds(request: Request, *, default_limit: int, max_limit: int) -> tuple[int, int]:
+    """(after, limit) of a read by position, such as the changes feed: `after` (default 0) and `limit`
+    (default `default_limit`, at least 1, served as at most `max_limit`), digits only and at most
+    2**63 - 1 like the paging numbers. Unlike `pageLimit`, a limit of 0 is a 400: a poller asking for
+    nothing has a bug worth seeing."""
+    after = _page_number(request, "after", 0)
+    limit = _page_number(request, "limit", default_limit)
+    if limit < 1:
+        raise ValidationFailed("limit must be at least 1.", field="limit")
+    return after, min(limit, max_limit)
+
+
 def json_body(request: Request) -> Any:
     """The request body as JSON. An empty body is `{}`; the Content-Type is not required to say JSON,
     so `curl -d '{...}'` (which sends form encoding) works as people expect."""

@@ -24,8 +24,10 @@ class EnvelopeOnly:
         return [m for m in super().allowed_methods if m != "OPTIONS"]  # type: ignore[misc]
 
 
-def ok(data: Any, status: int = 200) -> Response:
-    return Response({"data": data, "error": None}, status=status)
+def ok(data: Any, status: int = 200, *, extra: dict[str, Any] | None = None) -> Response:
+    """A success; `extra` adds top-level members beside data and error (what a list reports about
+    itself, such as the changes feed's `events`)."""
+    return Response({"data": data, "error": None, **(extra or {})}, status=status)
 
 
 def fail(message: str, status: int) -> Response:

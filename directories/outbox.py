@@ -3,22 +3,26 @@
 webhooks builds on this app (its models and services read directories), so nothing here imports it:
 webhooks.apps hands its services in (`outbox_set`), as it hands dispatch its publisher. The directory
 services (directories.services) and the SCIM activity services (directories.activity) record their
-dsync.* events through `outbox()`.
+dsync.* events through `outbox()`; the Directory's `events` summary (contract §5.1) is read through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class DirectoryOutbox:
-    """Record a dsync.* event in the caller's transaction, and forget a deleted directory's events for
-    its own webhook."""
+    """Record a dsync.* event in the caller's transaction, forget a deleted directory's events for its
+    own webhook, and read where directories' changes feeds stand."""
 
     event_record: Callable[..., object]  # (directory=, event_type=, data=)
     events_delete: Callable[..., None]  # (directory_id=)
+    # (directory_ids=) -> {directory id: (last sequence given, 0 if none; oldest kept, None if none)},
+    # one query for any number of directories; a directory that does not exist is left out.
+    feed_heads: Callable[..., dict[uuid.UUID, tuple[int, int | None]]]
 
 
 _outbox: DirectoryOutbox | None = None
@@ -33,3 +37,7 @@ def outbox() -> DirectoryOutbox:
     if _outbox is None:
         raise RuntimeError("no webhook outbox: webhooks.apps did not run (is 'webhooks' installed?)")
     return _outbox
+
+
+def feed_heads(directory_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[int, int | None]]:
+    return outbox().feed_heads(directory_ids=directory_ids)

@@ -13,6 +13,7 @@ from core.timefmt import iso_utc, iso_utc_or_none
 from directories.activity.rendering import health_data, health_row, scim_secret_data
 from directories.mapping import custom_attributes, roles
 from directories.models import Directory, DirectoryGroup, DirectoryType, DirectoryUser
+from directories.outbox import feed_heads
 from directories.selectors import directories_by_id, user_groups_attach
 
 
@@ -28,7 +29,21 @@ def scim_endpoint(directory: Directory) -> str:
     return endpoint
 
 
-def directory_data(directory: Directory, *, now: datetime | None = None) -> dict[str, Any]:
+def events_data(last_sequence: int, oldest_sequence: int | None) -> dict[str, Any]:
+    """`events` (contract §5.1): where the directory's changes feed stands. Also the `events` of a feed read."""
+    return {"last_sequence": last_sequence, "oldest_sequence": oldest_sequence}
+
+
+_NO_EVENTS = (0, None)
+
+
+def directory_data(
+    directory: Directory, *, now: datetime | None = None, events: tuple[int, int | None] | None = None
+) -> dict[str, Any]:
+    """The Directory. `events`: its feed's (last, oldest) sequence when the caller read them with others
+    (`directories_data`); read here otherwise."""
+    if events is None:
+        events = feed_heads([directory.id]).get(directory.id, _NO_EVENTS)
     data = {
         "id": str(directory.id),
         "name": directory.name,
@@ -49,7 +64,15 @@ def directory_data(directory: Directory, *, now: datetime | None = None) -> dict
         "role_map": directory.role_map,
     }
     _scim_activity_add(data, directory, now or timezone.now())
+    data["events"] = events_data(*events)
     return data
+
+
+def directories_data(directories: Iterable[Directory], *, now: datetime | None = None) -> list[dict[str, Any]]:
+    """A page of Directories, their feeds' summaries read in one query for the whole page."""
+    rows = list(directories)
+    heads = feed_heads([d.id for d in rows]) if rows else {}
+    return [directory_data(d, now=now, events=heads.get(d.id, _NO_EVENTS)) for d in rows]
 
 
 def _scim_activity_add(data: dict[str, Any], directory: Directory, now: datetime) -> None:

@@ -32,7 +32,7 @@ from core.apiinput import (
 from core.envelope import EnvelopeOnly, ok
 from core.errors import NotFound
 from directories.models import ApiKey, Directory
-from directories.rendering import directory_data, group_data, group_with_members_data, users_data
+from directories.rendering import directories_data, directory_data, group_data, group_with_members_data, users_data
 from directories.selectors import (
     UserFilters,
     directory_get,
@@ -130,7 +130,7 @@ class DirectoryListCreateApi(ApiView):
         tenant, product = tenant_product(request)
         offset, limit = page_bounds(request)
         directories = directory_list(tenant=tenant, product=product)[offset : offset + limit] if limit else []
-        return ok([directory_data(d) for d in directories])
+        return ok(directories_data(directories))
 
     @extend_schema(
         operation_id="directories_create",

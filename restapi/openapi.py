@@ -106,6 +106,17 @@ class WebhookInfo(serializers.Serializer):
     secret = serializers.CharField(allow_null=True)
 
 
+class EventsSummary(serializers.Serializer):
+    last_sequence = serializers.IntegerField(
+        min_value=0, help_text="The sequence of the directory's last event (0 before the first one)."
+    )
+    oldest_sequence = serializers.IntegerField(
+        min_value=1,
+        allow_null=True,
+        help_text="The smallest sequence still kept in the changes feed (null when none is kept).",
+    )
+
+
 class DirectorySerializer(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
@@ -126,6 +137,7 @@ class DirectorySerializer(serializers.Serializer):
     )
     log_scim_requests = serializers.BooleanField(help_text="Successful SCIM requests are logged too.")
     health = HealthSerializer()
+    events = EventsSummary(help_text="Where the directory's changes feed stands (GET .../changes).")
 
 
 def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
@@ -393,6 +405,7 @@ ERRORS = {
     401: _error("Missing or invalid API key"),
     404: _error("Not found (also another tenant's resource, and a malformed id)"),
     406: _error("The Accept header rules out application/json"),
+    410: _error("What was asked for is no longer kept"),
     413: _error("The request body is larger than 1 MiB"),
     500: _error("Unexpected error; the message carries the request id, also sent as X-Request-Id"),
     503: _error("The database is unavailable; retry after Retry-After seconds"),

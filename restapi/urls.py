@@ -2,7 +2,8 @@
 
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
 `<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
-request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation.
+request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/changes`
+the changes feed (restapi.changes).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from django.urls import path
 
 from restapi import apis
+from restapi.changes import DirectoryChangesApi
 from restapi.deliveries import DirectoryEventsApi
 from restapi.openapi import RestSchemaView
 from restapi.scim_requests import DirectoryScimRequestsApi
@@ -56,4 +58,17 @@ def _scim_connection_routes(prefix: str, suffix: str) -> list:
 urlpatterns += [
     *_scim_connection_routes("api/v1/directory-sync", ""),
     *_scim_connection_routes("api/v1/dsync", "-dsync"),
+]
+
+
+def _feed_routes(prefix: str, suffix: str) -> list:
+    """A directory's changes feed (contract §5.1)."""
+    return [
+        path(f"{prefix}/<str:directory_id>/changes", DirectoryChangesApi.as_view(), name=f"directory-changes{suffix}"),
+    ]
+
+
+urlpatterns += [
+    *_feed_routes("api/v1/directory-sync", ""),
+    *_feed_routes("api/v1/dsync", "-dsync"),
 ]

@@ -11,15 +11,18 @@ class WebhooksConfig(AppConfig):
         # The wires that keep imports one-way (the layers in pyproject.toml), made once at start-up.
         # Imported here, not at the top: these modules import models, which exist only once the apps are loaded.
         from directories import outbox
-        from webhooks import dispatch, services, tasks, transport
+        from webhooks import dispatch, feed, services, tasks, transport
 
         # Celery is known to the task module only: dispatch asks its publisher for drains, and transport
         # learns which exception means "the task must stop now" (never an attempt's outcome).
         dispatch.publisher_set(tasks.drain_publish)
         transport.task_stop_set(*tasks.TASK_STOP)
-        # Directory writes record dsync.* events in the outbox; directories sits below webhooks.
+        # Directory writes record dsync.* events in the outbox, and the Directory shows where its changes
+        # feed stands; directories sits below webhooks.
         outbox.outbox_set(
             outbox.DirectoryOutbox(
-                event_record=services.directory_event_record, events_delete=services.directory_events_delete
+                event_record=services.directory_event_record,
+                events_delete=services.directory_events_delete,
+                feed_heads=feed.feed_head_pairs,
             )
         )

@@ -1,4 +1,5 @@
-"""The JSON shape of a delivery-log entry, shared by the REST API, the admin API and the portal."""
+"""The JSON shapes of a delivery-log entry (shared by the REST API, the admin API and the portal) and of an
+item of a directory's changes feed (contract §5.1)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 import orjson
 
 from core.timefmt import iso_utc_or_none as _iso
-from webhooks.models import WebhookDelivery
+from directories.rendering import events_data
+from webhooks.feed import FeedHead
+from webhooks.models import WebhookDelivery, WebhookEvent
 
 
 def _payload(body: str) -> Any:
@@ -37,3 +40,21 @@ def delivery_data(delivery: WebhookDelivery) -> dict[str, Any]:
         "attempted_at": _iso(delivery.attempted_at),
         "finished_at": _iso(delivery.finished_at),
     }
+
+
+def change_data(event: WebhookEvent) -> dict[str, Any]:
+    """A feed item: the exact payload the webhook sends (same id, event, created_at, sequence and data,
+    read back from the stored body) with `delivery`, the outcome of its attempts so far."""
+    item = orjson.loads(event.body)  # always a JSON object: Roster wrote it (webhooks.services.recording)
+    item["delivery"] = {
+        "status": event.state,
+        "attempts": event.attempts,
+        "last_attempt_at": _iso(event.last_attempt_at),
+        "status_code": event.status_code,
+    }
+    return item
+
+
+def feed_head_data(head: FeedHead) -> dict[str, Any]:
+    """`events` of a feed read: the Directory's `events` as of the read."""
+    return events_data(head.last_sequence, head.oldest_sequence)

@@ -114,7 +114,44 @@ def real_rows(transactional_db: None) -> dict[str, Any]:
             attempted_at=timezone.now(),
             finished_at=timezone.now() if delivered else None,
         )
+    # Its changes feed: a delivered, a failed and a pending event, numbered 1 to 3 as the write side does.
+    _feed_events(directory, str(user.id))
     return {"directory_id": str(directory.id), "user_id": str(user.id), "group_id": str(group.id)}
+
+
+def _feed_events(directory: Any, user_id: str) -> None:
+    import orjson
+
+    from core.timefmt import iso_utc
+    from webhooks.models import EventSequence, EventState, WebhookEvent
+
+    now = timezone.now()
+    outcomes = [(EventState.DELIVERED, 1, 200), (EventState.FAILED, 1, 500), (EventState.PENDING, 0, None)]
+    for sequence, (state, attempts, status_code) in enumerate(outcomes, start=1):
+        event_id = uuid.uuid4()
+        payload = {
+            "id": str(event_id),
+            "event": "user.updated",
+            "created_at": iso_utc(now),
+            "sequence": sequence,
+            "directory_id": str(directory.id),
+            "tenant": directory.tenant,
+            "product": directory.product,
+            "data": {"id": user_id},
+        }
+        WebhookEvent.objects.create(
+            id=event_id,
+            directory_id=directory.id,
+            event_type="user.updated",
+            body=orjson.dumps(payload).decode(),
+            state=state,
+            sequence=sequence,
+            attempts=attempts,
+            status_code=status_code,
+            last_attempt_at=now if attempts else None,
+            finished_at=now if attempts else None,
+        )
+    EventSequence.objects.create(directory_id=directory.id, last=len(outcomes))
 
 
 @pytest.fixture(autouse=True)
@@ -173,5 +210,5 @@ def test_the_contract_run_exercised_every_operation_and_reached_real_rows() -> N
     print(f"\nschemathesis: {len(cases_run)} cases over {len(statuses)} operations")
     for label, counts in sorted(statuses.items()):
         print(f"  {sum(counts.values()):5d}  {label}  {dict(sorted(counts.items()))}")
-    assert len(statuses) == 29, sorted(statuses)
+    assert len(statuses) == 31, sorted(statuses)
     assert [label for label, counts in statuses.items() if not any(200 <= s < 300 for s in counts)] == []

@@ -230,3 +230,84 @@ def test_a_rolling_restart_answers_no_5xx_and_leaves_no_event_sending(nodes: tup
                 f"node B /metrics {metrics.status}"
             )
         assert Path(node_a.logs / "metrics" / "web").is_dir()
+
+
+def test_concurrent_writes_on_two_nodes_give_one_gap_free_feed(nodes: tuple[Roster, Roster]) -> None:
+    """Contract §5.1 across processes: eight clients write one directory's users through both nodes' web
+    servers while a reader polls the changes feed of either node from the last sequence it saw. Every
+    read is the contiguous run from after+1, and the feed ends as exactly 1..N, N the acknowledged writes."""
+    node_a, node_b = nodes
+    with receiver_running(slow_seconds=0) as receiver:
+        directory_id, secret = node_a.directory_create("feed", receiver.url("/ok"))
+        users = f"/api/scim/v2.0/{directory_id}/Users"
+        feed = f"/api/v1/directory-sync/{directory_id}/changes"
+        statuses: list[int] = []
+        failures: list[BaseException] = []
+        polls: list[tuple[int, list[int]]] = []
+        writers_done = threading.Event()
+
+        def write(index: int) -> None:
+            client = scim_client(node_a if index % 2 else node_b, secret)
+            try:
+                for n in range(4):
+                    created = client.request(
+                        "POST", users, user_body(f"f{index}-{n}@feed.example"), content_type=SCIM_CT
+                    )
+                    statuses.append(created.status)
+                    if created.status != 201:
+                        continue
+                    for r in range(3):
+                        patch = {
+                            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                            "Operations": [{"op": "replace", "path": "name.givenName", "value": f"g{index}-{n}-{r}"}],
+                        }
+                        path = f"{users}/{created.json()['id']}"
+                        statuses.append(client.request("PATCH", path, patch, content_type=SCIM_CT).status)
+            except BaseException as exc:
+                failures.append(exc)
+            finally:
+                client.close()
+
+        def read() -> None:
+            clients = [node_a.client(), node_b.client()]
+            after, turn = 0, 0
+            try:
+                while True:
+                    finished = writers_done.is_set()  # one more full pass once the writers are done
+                    resp = clients[turn % 2].request("GET", f"{feed}?after={after}&limit=7")
+                    turn += 1
+                    assert resp.status == 200, resp.body[:300]
+                    sequences = [item["sequence"] for item in resp.json()["data"]]
+                    polls.append((after, sequences))
+                    if sequences:
+                        after = sequences[-1]
+                    elif finished:
+                        return
+            except BaseException as exc:
+                failures.append(exc)
+            finally:
+                for client in clients:
+                    client.close()
+
+        writers = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+        reader = threading.Thread(target=read)
+        reader.start()
+        for thread in writers:
+            thread.start()
+        for thread in writers:
+            thread.join(120)
+        writers_done.set()
+        reader.join(120)
+
+        assert failures == []
+        assert statuses and all(status in (200, 201) for status in statuses), collections.Counter(statuses)
+        acknowledged = len(statuses)
+        for after, sequences in polls:
+            assert sequences == list(range(after + 1, after + 1 + len(sequences))), (after, sequences)
+        assert [s for _after, sequences in polls for s in sequences] == list(range(1, acknowledged + 1))
+        for node in (node_a, node_b):
+            client = node.client()
+            body = client.request("GET", f"{feed}?limit=1000").json()
+            client.close()
+            assert [item["sequence"] for item in body["data"]] == list(range(1, acknowledged + 1))
+            assert body["events"]["last_sequence"] == acknowledged

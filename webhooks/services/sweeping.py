@@ -1,5 +1,5 @@
-"""The sweep (events a broker or worker outage left behind) and the purges (log retention, a deleted
-directory's events), contract §5."""
+"""The sweep (events a broker or worker outage left behind) and the purges (log retention, the changes
+feed's retention, a deleted directory's events), contract §5 and §5.1."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from core import metrics
@@ -25,6 +25,8 @@ logger = logging.getLogger("roster.webhooks")
 # An event still pending this long after commit missed its drain (broker down, process killed):
 # long enough that the normal after-commit kick has certainly been acted on first.
 SWEEP_PENDING_AGE = timedelta(seconds=15)
+
+FINISHED = [EventState.DELIVERED, EventState.FAILED, EventState.DROPPED]
 
 
 @dataclass(frozen=True)
@@ -122,16 +124,49 @@ class PurgeResult:
 
 
 def deliveries_purge(*, now: datetime | None = None) -> PurgeResult:
-    """Delete delivery-log entries older than WEBHOOK_LOG_RETENTION_DAYS, any left by a directory that
-    has since switched logging off, and finished outbox rows past the same age."""
+    """Delete delivery-log entries older than WEBHOOK_LOG_RETENTION_DAYS and any left by a directory that
+    has since switched logging off; finished events without a sequence (dsync.* events) past the same
+    age; and the changes feed's events older than EVENT_RETENTION_DAYS (`feed_purge`)."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.WEBHOOK_LOG_RETENTION_DAYS)
     deliveries, _ = WebhookDelivery.objects.filter(created_at__lt=cutoff).delete()
     off, _ = WebhookDelivery.objects.filter(directory__log_webhook_events=False).delete()
-    events, _ = WebhookEvent.objects.filter(
-        state__in=[EventState.DELIVERED, EventState.FAILED, EventState.DROPPED], finished_at__lt=cutoff
-    ).delete()
+    events, _ = WebhookEvent.objects.filter(sequence__isnull=True, state__in=FINISHED, finished_at__lt=cutoff).delete()
+    events += feed_purge(before=now - timedelta(days=settings.EVENT_RETENTION_DAYS))
     return PurgeResult(deliveries=deliveries + off, events=events)
+
+
+def feed_purge(*, before: datetime) -> int:
+    """Delete the changes feed's events created before `before` whose attempt is over (delivered,
+    failed or dropped), whatever log_webhook_events says; returns how many.
+
+    Only a prefix of each directory's numbers is ever deleted: an event stays while an event numbered
+    before it stays (one still pending or sending, or one created at or after `before`, which happens
+    when transactions commit in another order than they started). The feed's reader relies on it
+    (webhooks.feed): a hole below the oldest kept number is "expired", a hole above it "not visible
+    yet". The directories' EventSequence rows stay, so numbers are never given twice.
+    """
+    directory_ids = (
+        WebhookEvent.objects.filter(sequence__isnull=False, created_at__lt=before)
+        .values_list("directory_id", flat=True)
+        .order_by()
+        .distinct()
+    )
+    deleted = 0
+    for directory_id in list(directory_ids):
+        numbered = WebhookEvent.objects.filter(directory_id=directory_id, sequence__isnull=False)
+        kept_from = (
+            numbered.filter(Q(created_at__gte=before) | ~Q(state__in=FINISHED))
+            .order_by("sequence")
+            .values_list("sequence", flat=True)
+            .first()
+        )
+        expired = numbered.filter(created_at__lt=before, state__in=FINISHED)
+        if kept_from is not None:
+            expired = expired.filter(sequence__lt=kept_from)
+        count, _ = expired.delete()
+        deleted += count
+    return deleted
 
 
 def directory_events_delete(*, directory_id: uuid.UUID) -> None:

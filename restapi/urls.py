@@ -2,7 +2,8 @@
 
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
 `<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
-request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation.
+request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation; `<directory_id>/changes/resend`
+one more attempt of chosen events (restapi.resends).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from django.urls import path
 from restapi import apis
 from restapi.deliveries import DirectoryEventsApi
 from restapi.openapi import RestSchemaView
+from restapi.resends import ChangesResendApi
 from restapi.scim_requests import DirectoryScimRequestsApi
 
 
@@ -56,4 +58,21 @@ def _scim_connection_routes(prefix: str, suffix: str) -> list:
 urlpatterns += [
     *_scim_connection_routes("api/v1/directory-sync", ""),
     *_scim_connection_routes("api/v1/dsync", "-dsync"),
+]
+
+
+def _changes_routes(prefix: str, suffix: str) -> list:
+    """A directory's changes feed (contract §5.1): resending events on request."""
+    return [
+        path(
+            f"{prefix}/<str:directory_id>/changes/resend",
+            ChangesResendApi.as_view(),
+            name=f"changes-resend{suffix}",
+        ),
+    ]
+
+
+urlpatterns += [
+    *_changes_routes("api/v1/directory-sync", ""),
+    *_changes_routes("api/v1/dsync", "-dsync"),
 ]

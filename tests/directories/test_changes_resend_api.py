@@ -124,6 +124,31 @@ def test_rest_401_404_and_409(hooked: Directory, api_client: Client) -> None:
     assert api_client.get(url).status_code == 405
 
 
+def test_the_openapi_document_states_the_route_its_body_and_its_answers(api_client: Client) -> None:
+    doc = api_client.get("/api/v1/schema", HTTP_ACCEPT="application/json").json()
+    for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
+        operation = doc["paths"][f"{prefix}/{{directory_id}}/changes/resend"]["post"]
+        assert set(operation["responses"]) == {"202", "400", "401", "404", "406", "409", "413", "500", "503"}
+        assert operation["responses"]["202"]["content"]["application/json"]["schema"]["$ref"].endswith(
+            "/ResendEnvelope"
+        )
+        body = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert body.endswith("/ResendInput")
+    schemas = doc["components"]["schemas"]
+    assert [ref["$ref"].rsplit("/", 1)[1] for ref in schemas["ResendInput"]["oneOf"]] == [
+        "ResendRangeInput",
+        "ResendIdsInput",
+    ]
+    by_range, by_ids = schemas["ResendRangeInput"], schemas["ResendIdsInput"]
+    assert by_range["required"] == ["from", "to"] and by_range["additionalProperties"] is False
+    for end in ("from", "to"):
+        assert (by_range["properties"][end]["minimum"], by_range["properties"][end]["maximum"]) == (1, 2**63 - 1)
+    ids = by_ids["properties"]["event_ids"]
+    assert (ids["minItems"], ids["maxItems"], ids["items"]["format"]) == (1, 1000, "uuid")
+    assert by_ids["required"] == ["event_ids"] and by_ids["additionalProperties"] is False
+    assert schemas["ResendResult"]["properties"]["queued"]["maximum"] == 1000
+
+
 # --- the admin API --------------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ Real commits (transaction=True): the drains run on other threads with their own 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -46,6 +47,16 @@ def one_pool_thread_on_sqlite() -> Iterator[None]:
     dispatch.drain(timeout=15)
     dispatch._executor.shutdown(wait=True)
     dispatch._executor = previous
+
+
+@contextlib.contextmanager
+def running_worker() -> Iterator[None]:
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery import app
+
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=15, loglevel="WARNING"):
+        yield
 
 
 def _users(directory: Directory, count: int) -> None:
@@ -126,10 +137,13 @@ def test_a_resent_event_whose_attempt_fails_again_is_failed_again_and_not_retrie
     assert len(receiver.wait_for(3, timeout=0.5)) == 2
 
 
+@pytest.mark.parametrize("recovery", ["in-process", pytest.param("celery", marks=pytest.mark.broker)])
 def test_broker_down_the_resend_still_succeeds_and_the_sweep_delivers_the_old_events_later(
     receiver: Receiver,
     private_ok,  # noqa: ANN001
     api_client: Client,
+    request: pytest.FixtureRequest,
+    recovery: str,
 ) -> None:
     directory = make_hooked_directory(receiver)
     _users(directory, 2)
@@ -156,12 +170,19 @@ def test_broker_down_the_resend_still_succeeds_and_the_sweep_delivers_the_old_ev
         private_ok.CELERY_BROKER_URL = ""
         use_broker(None)
 
-    # The broker is back (here: in-process delivery): the sweep, with its usual minimum age, hands the
-    # directory to a drain, which sends each resent event once, in sequence order.
-    assert events_sweep().enqueued == 2
-    assert dispatch.drain(timeout=15)
+    # The broker is back: the sweep, with its usual minimum age, hands the directory to a drain, which
+    # sends each resent event once, in sequence order.
+    if recovery == "celery":
+        request.getfixturevalue("broker_url")  # points settings and the Celery app at the test broker
+        tasks = request.getfixturevalue("delivered_tasks")
+        with running_worker():
+            assert events_sweep().enqueued == 2
+            assert tasks.wait_for(1)
+    else:
+        assert events_sweep().enqueued == 2
+        assert dispatch.drain(timeout=15)
     got = receiver.wait_for(4)
     assert [r.body for r in got[2:]] == [r.body for r in first]
+    assert WebhookDelivery.objects.filter(directory=directory, resend=True).count() == 2
     assert events_sweep(pending_age=timedelta(0)).enqueued == 0
     assert len(receiver.wait_for(5, timeout=0.5)) == 4
-    assert WebhookDelivery.objects.filter(directory=directory, resend=True).count() == 2

@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from adminapi.auth import AdminAuthentication, AdminThrottled, root_token_matches
 from adminapi.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth import selectors, services
+from adminauth.resends import changes_resend_audited
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
 from core.apiinput import json_object_body, page_bounds, query_boolean, query_check, query_http_status
 from core.envelope import EnvelopeOnly, fail, fail_json, ok
@@ -39,6 +40,7 @@ from directories.selectors import (
 from directories.services import scim_secret_rotation_input
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list
+from webhooks.services import changes_resend_input
 
 
 def paged(request: Request, qs: QuerySet) -> list:
@@ -212,6 +214,25 @@ class DirectoryEventsApi(AdminView):
             raise ValidationFailed("failed must be true or false.", field="failed")
         qs = delivery_list(directory=directory, failed=failed)
         return ok([delivery_data(d) for d in paged(request, qs)])
+
+
+class ChangesResendApi(AdminView):
+    def post(self, request: Request, directory_id: str) -> Response:
+        """One more attempt of chosen events (contract §5.1): `{"from": a, "to": b}` or `{"event_ids": [...]}`;
+        202 with how many were queued, audited with the admin."""
+        directory = self._directory(directory_id)
+        asked = changes_resend_input(_body(request))
+        queued = changes_resend_audited(
+            directory=directory,
+            first=asked.first,
+            last=asked.last,
+            event_ids=asked.event_ids,
+            actor=request.user,
+            actor_name=request.user.email,
+            via="admin-api",
+            client_ip=self._ip(),
+        )
+        return ok({"queued": queued}, status=202)
 
 
 class PreviousScimSecretApi(AdminView):

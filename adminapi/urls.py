@@ -16,6 +16,11 @@ urlpatterns = [
     path("directories/<str:directory_id>/groups", apis.DirectoryGroupsApi.as_view(), name="admin-directory-groups"),
     path("directories/<str:directory_id>/events", apis.DirectoryEventsApi.as_view(), name="admin-directory-events"),
     path(
+        "directories/<str:directory_id>/changes/resend",
+        apis.ChangesResendApi.as_view(),
+        name="admin-directory-changes-resend",
+    ),
+    path(
         "directories/<str:directory_id>/scim-secret/previous",
         apis.PreviousScimSecretApi.as_view(),
         name="admin-scim-secret-previous",

@@ -36,6 +36,7 @@ urlpatterns = [
     path("directories/<str:directory_id>/groups/<str:group_id>", people.group_detail, name="group"),
     path("directories/<str:directory_id>/deliveries", deliveries.delivery_list, name="deliveries"),
     path("directories/<str:directory_id>/deliveries/<str:delivery_id>", deliveries.delivery_detail, name="delivery"),
+    path("directories/<str:directory_id>/changes/resend", deliveries.changes_resend, name="changes_resend"),
     path("audit", audit.audit_list, name="audit"),
     # SCIM activity (contract §4.1): the request log, its switch, and the previous secret of a rotation.
     path("directories/<str:directory_id>/scim-requests", scim_requests.scim_request_list, name="scim_requests"),

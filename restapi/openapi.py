@@ -20,7 +20,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer2,
 )
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -37,11 +37,13 @@ from core.apiinput import (
 from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
+from core.text import INT_MAX
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
 from directories.models import DirectoryType, HealthState
 from directories.services import GRACE_SECONDS_MAX
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
+from webhooks.services import RESEND_MAX
 
 TYPES = [choice.value for choice in DirectoryType]
 
@@ -319,6 +321,54 @@ class ScimRequestSerializer(serializers.Serializer):
 
 ScimRequestListEnvelope = envelope("ScimRequestListEnvelope", ScimRequestSerializer(many=True))
 
+
+# --- resending events of the changes feed (contract §5.1) -----------------------------------------------
+
+
+def _sequence_field(help_text: str) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=INT_MAX, help_text=help_text)
+
+
+# "from" is a Python keyword, so this shape is built rather than declared. No other field is accepted
+# (additionalProperties is false, see _tighten); to - from + 1 is at most RESEND_MAX.
+ResendRangeInput = type(
+    "ResendRangeInput",
+    (serializers.Serializer,),
+    {
+        "from": _sequence_field("The first sequence number to resend (inclusive)."),
+        "to": _sequence_field(f"The last one (inclusive): at least from, at most from + {RESEND_MAX - 1}."),
+    },
+)
+
+
+# Events by id; no other field is accepted (additionalProperties is false, see _tighten).
+class ResendIdsInput(serializers.Serializer):
+    event_ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        min_length=1,
+        max_length=RESEND_MAX,
+        help_text="Ids of this directory's events (the id of the webhook payload); an unknown one is a 400.",
+    )
+
+
+RESEND_INPUT = PolymorphicProxySerializer(
+    component_name="ResendInput",
+    serializers=[ResendRangeInput, ResendIdsInput],
+    resource_type_field_name=None,
+    many=False,
+)
+
+
+class ResendResult(serializers.Serializer):
+    queued = serializers.IntegerField(
+        min_value=0,
+        max_value=RESEND_MAX,
+        help_text="Events put back in line for one more attempt (not those whose attempt is still pending).",
+    )
+
+
+ResendEnvelope = envelope("ResendEnvelope", ResendResult())
+
 # Query parameters, with the bounds core.apiinput enforces.
 _PAGE_NUMBER = {"type": "integer", "minimum": 0, "maximum": PAGE_NUMBER_MAX}
 TENANT = OpenApiParameter(
@@ -404,6 +454,7 @@ ERRORS = {
     400: _error("Invalid input; the message names the parameter or field"),
     401: _error("Missing or invalid API key"),
     404: _error("Not found (also another tenant's resource, and a malformed id)"),
+    409: _error("The request conflicts with the resource's state; the message says how"),
     406: _error("The Accept header rules out application/json"),
     410: _error("What was asked for is no longer kept"),
     413: _error("The request body is larger than 1 MiB"),
@@ -463,7 +514,7 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
                 response["headers"] = _response_headers(status)
     for name, schema in result["components"]["schemas"].items():
         # drf-spectacular names the PATCH body "Patched<serializer>".
-        if name.endswith(("DirectoryPatchInput", "ScimSecretRotateInput")):
+        if name.endswith(("DirectoryPatchInput", "ScimSecretRotateInput", "ResendRangeInput", "ResendIdsInput")):
             schema["additionalProperties"] = False
         if name.endswith("DirectoryPatchInput"):
             for field, bounds in MAP_SCHEMAS.items():

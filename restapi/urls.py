@@ -3,7 +3,8 @@
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
 `<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
 request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/changes`
-the changes feed (restapi.changes).
+the changes feed (restapi.changes) and `<directory_id>/changes/resend` one more attempt of chosen events
+(restapi.resends).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from restapi import apis
 from restapi.changes import DirectoryChangesApi
 from restapi.deliveries import DirectoryEventsApi
 from restapi.openapi import RestSchemaView
+from restapi.resends import ChangesResendApi
 from restapi.scim_requests import DirectoryScimRequestsApi
 
 
@@ -62,9 +64,14 @@ urlpatterns += [
 
 
 def _feed_routes(prefix: str, suffix: str) -> list:
-    """A directory's changes feed (contract §5.1)."""
+    """A directory's changes feed (contract §5.1), and resending events on request."""
     return [
         path(f"{prefix}/<str:directory_id>/changes", DirectoryChangesApi.as_view(), name=f"directory-changes{suffix}"),
+        path(
+            f"{prefix}/<str:directory_id>/changes/resend",
+            ChangesResendApi.as_view(),
+            name=f"changes-resend{suffix}",
+        ),
     ]
 
 

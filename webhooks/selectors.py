@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import Count, Min, QuerySet
 
 from directories.models import Directory
-from webhooks.models import EventState, Heartbeat, WebhookDelivery, WebhookEvent
+from webhooks.models import EventSequence, EventState, Heartbeat, WebhookDelivery, WebhookEvent
 
 
 def delivery_list(*, directory: Directory, failed: bool | None = None) -> QuerySet[WebhookDelivery]:
@@ -28,6 +28,11 @@ def delivery_get(*, directory: Directory, delivery_id: Any) -> WebhookDelivery |
     except (ValueError, TypeError, AttributeError):
         return None
     return WebhookDelivery.objects.filter(directory=directory, pk=pk).first()
+
+
+def event_sequence_last(*, directory: Directory) -> int:
+    """The last sequence number given to the directory's events (0 before the first one)."""
+    return EventSequence.objects.filter(directory_id=directory.id).values_list("last", flat=True).first() or 0
 
 
 @dataclass(frozen=True, slots=True)

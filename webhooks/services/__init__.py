@@ -4,7 +4,8 @@
 - `delivery`: claiming a directory's events in batches and making each one's single attempt;
 - `reconnect`: riding out a lost database connection while the drain records what happened;
 - `sweeping`: what a broker or worker outage left behind, the delivery-log purge, a deleted directory's events;
-- `heartbeats`: the last sweep and the workers' answers to `manage.py doctor`'s ping.
+- `heartbeats`: the last sweep and the workers' answers to `manage.py doctor`'s ping;
+- `resending`: one more attempt of chosen events, on request (never by itself).
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ from webhooks.services.recording import (
     events_prepare,
     events_record,
 )
+from webhooks.services.resending import (
+    RESEND_MAX,
+    ResendRequest,
+    changes_resend,
+    changes_resend_input,
+    resend_range_end,
+    resend_refusal,
+)
 from webhooks.services.sweeping import (
     SWEEP_PENDING_AGE,
     PurgeResult,
@@ -40,12 +49,16 @@ __all__ = [
     "BATCH_SIZE",
     "CLAIM_HOLD",
     "RECORD_RETRY",
+    "RESEND_MAX",
     "SWEEP",
     "SWEEP_PENDING_AGE",
     "BatchResult",
     "PreparedEvents",
     "PurgeResult",
+    "ResendRequest",
     "SweepResult",
+    "changes_resend",
+    "changes_resend_input",
     "deliveries_purge",
     "directory_event_record",
     "directory_events_delete",
@@ -57,6 +70,8 @@ __all__ = [
     "events_record",
     "events_sweep",
     "heartbeat_record",
+    "resend_range_end",
+    "resend_refusal",
     "sending_stale_after",
     "worker_ping_answer",
     "worker_ping_forget",

@@ -1,0 +1,63 @@
+"""REST API: `POST /api/v1/directory-sync/<id>/changes/resend` (contract §5.1), one more attempt of chosen
+events of a directory, asked for explicitly and audited with the API key's name."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from adminauth.resends import changes_resend_audited
+from core.apiinput import json_body
+from core.envelope import ok
+from core.errors import NotFound
+from directories.models import ApiKey
+from directories.selectors import directory_get
+from restapi import openapi as doc
+from restapi.apis import ApiView
+from webhooks.services import changes_resend_input
+
+
+def _actor(request: Request) -> tuple[str, str]:
+    """The API key's name, and how the audit trail names the credential (as restapi.apis does)."""
+    principal = request.auth
+    if isinstance(principal, ApiKey):
+        return principal.name, f"api key {principal.name} ({principal.prefix}…)"
+    return "API_KEYS", "API_KEYS"
+
+
+class ChangesResendApi(ApiView):
+    @extend_schema(
+        operation_id="directory_changes_resend",
+        summary="Resend events of a directory's changes feed",
+        description=(
+            "One more attempt of each chosen event, in sequence order, to the directory's current webhook "
+            "endpoint: the same id, sequence and body, signed with a fresh timestamp. Either a range of "
+            f"sequence numbers, both ends inclusive, at most {doc.RESEND_MAX} of them (numbers purged or not "
+            "given yet are skipped), or event ids of this directory (an unknown one is a 400 and nothing is "
+            "queued). Events whose attempt is still pending or under way are left as they are and not "
+            "counted in queued. Nothing is ever resent automatically. 409 when the directory is "
+            "deactivated or has no webhook_url."
+        ),
+        parameters=[doc.path_uuid("directory_id")],
+        request=doc.RESEND_INPUT,
+        responses={202: doc.ResendEnvelope, **doc.errors(404, 409, 413)},
+    )
+    def post(self, request: Request, directory_id: str) -> Response:
+        directory = directory_get(directory_id=directory_id)
+        if directory is None:
+            raise NotFound("Directory not found.")
+        asked = changes_resend_input(json_body(request))
+        name, credential = _actor(request)
+        queued = changes_resend_audited(
+            directory=directory,
+            first=asked.first,
+            last=asked.last,
+            event_ids=asked.event_ids,
+            actor=None,
+            actor_name=name,
+            via="rest-api",
+            client_ip=request.META.get("REMOTE_ADDR") or None,
+            details={"credential": credential},
+        )
+        return ok({"queued": queued}, status=202)

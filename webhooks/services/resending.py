@@ -1,0 +1,181 @@
+"""Resending a directory's events on request (contract §5.1): one more attempt of each chosen event, to
+the directory's current webhook endpoint, with the same id, sequence and body (the drain signs it with a
+fresh timestamp and logs the attempt as a resend).
+
+Nothing here resends by itself: every resend is asked for by someone (the REST API, the admin API, the
+portal, `manage.py webhooks_resend`), and the caller records who in the audit trail, in the same
+transaction as the queueing (adminauth.resends: this package sits below the audit trail).
+
+Queueing is one UPDATE that puts the chosen events whose attempt is over (delivered, failed, dropped)
+back to `pending` with `resend` set; events still `pending` or `sending` are left alone, since they are
+getting their attempt anyway, and are not counted. The drain claims pending events in sequence order,
+so a resent event goes out in its place among the directory's other pending events. After commit one
+kick asks for a drain; when the broker is down the sweep finds the events later: it looks at pending
+events by `created_at`, which for a resent event is its original (old) recording time, so the first
+sweep after the resend picks it up.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from core.errors import Conflict, NotFound, ValidationFailed
+from core.text import INT_MAX
+from directories.models import Directory
+from webhooks import dispatch
+from webhooks.models import EventState, WebhookEvent
+
+logger = logging.getLogger("roster.webhooks")
+
+RESEND_MAX = 1000  # events per request, by range or by ids
+FINAL_STATES = (EventState.DELIVERED, EventState.FAILED, EventState.DROPPED)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_FIELDS = ("from", "to", "event_ids")
+# How many unknown ids a 400 names, so its message stays readable with a thousand of them.
+_IDS_NAMED = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ResendRequest:
+    """What a JSON body asks for: a range of sequence numbers, or event ids (exactly one of them)."""
+
+    first: Any = None
+    last: Any = None
+    event_ids: Any = None
+
+
+def changes_resend_input(body: Any) -> ResendRequest:
+    """Read the body of `POST …/changes/resend` (REST and admin API): `{"from": a, "to": b}` or
+    `{"event_ids": [...]}`, nothing else. The values themselves are checked by changes_resend."""
+    if not isinstance(body, dict):
+        raise ValidationFailed("The body must be a JSON object.")
+    unknown = sorted(set(body) - set(_FIELDS))
+    if unknown:
+        raise ValidationFailed(
+            f"Unknown field(s): {', '.join(unknown)}. Accepted: from and to, or event_ids.", field=unknown[0]
+        )
+    has_range = "from" in body or "to" in body
+    if has_range and "event_ids" in body:
+        raise ValidationFailed("Send either from and to, or event_ids, not both.", field="event_ids")
+    if not has_range and "event_ids" not in body:
+        raise ValidationFailed('Send {"from": <sequence>, "to": <sequence>} or {"event_ids": [<event id>, ...]}.')
+    if has_range:
+        for name in ("from", "to"):
+            if name not in body:
+                raise ValidationFailed(f"{name} is required with a range (both ends are inclusive).", field=name)
+        return ResendRequest(first=body["from"], last=body["to"])
+    return ResendRequest(event_ids=body["event_ids"])
+
+
+def _range_checked(first: Any, last: Any) -> tuple[int, int]:
+    for name, value in (("from", first), ("to", last)):
+        # bool is an int in Python; true is not a sequence number.
+        if type(value) is not int or not 1 <= value <= INT_MAX:
+            raise ValidationFailed(f"{name} must be an integer from 1 to {INT_MAX} (a sequence number).", field=name)
+    if first > last:
+        raise ValidationFailed("from must not be greater than to.", field="from")
+    if last - first + 1 > RESEND_MAX:
+        raise ValidationFailed(
+            f"A resend covers at most {RESEND_MAX} events: to - from + 1 is {last - first + 1}.", field="to"
+        )
+    return first, last
+
+
+def _ids_checked(event_ids: Any) -> list[uuid.UUID]:
+    if not isinstance(event_ids, list | tuple) or not 1 <= len(event_ids) <= RESEND_MAX:
+        raise ValidationFailed(f"event_ids must be a list of 1 to {RESEND_MAX} event ids.", field="event_ids")
+    ids: dict[uuid.UUID, None] = {}  # in the order given, each once
+    for value in event_ids:
+        if isinstance(value, uuid.UUID):
+            ids[value] = None
+        elif isinstance(value, str) and _UUID.fullmatch(value):
+            ids[uuid.UUID(value)] = None
+        else:
+            raise ValidationFailed("event_ids must hold event ids (UUIDs as strings).", field="event_ids")
+    return list(ids)
+
+
+def _selection(first: Any, last: Any, event_ids: Any) -> tuple[tuple[int, int] | None, list[uuid.UUID] | None]:
+    has_range = first is not None or last is not None
+    if has_range == (event_ids is not None):
+        raise ValidationFailed("Give either a range (from and to) or event_ids, not both and not neither.")
+    if has_range:
+        return _range_checked(first, last), None
+    return None, _ids_checked(event_ids)
+
+
+def resend_range_end(first: Any, last_sequence: int) -> Any:
+    """The `to` of a resend that names only where to start (the portal's form, the command without
+    --to): as far as the newest event, at most RESEND_MAX events. A start past the newest event gives a
+    range of that one number, which queues nothing. A start that is not a sequence number is returned
+    as it is, for changes_resend to refuse with its message."""
+    if type(first) is not int or first < 1:
+        return first
+    return max(first, min(first + RESEND_MAX - 1, last_sequence))
+
+
+def resend_refusal(directory: Directory) -> str | None:
+    """Why events of `directory` cannot be resent now (a 409), or None when they can."""
+    if directory.deactivated:
+        return "The directory is deactivated: activate it before resending its events."
+    if not directory.webhook_url:
+        return "The directory has no webhook endpoint: set its webhook_url before resending its events."
+    return None
+
+
+def changes_resend(
+    *,
+    directory: Directory,
+    first: int | None = None,
+    last: int | None = None,
+    event_ids: list[str] | list[uuid.UUID] | None = None,
+    actor: str,
+) -> int:
+    """Ask for one more attempt of the directory's events numbered `first`..`last` (inclusive) or of
+    `event_ids`; returns how many were queued. Numbers of a range that were purged or not given yet are
+    skipped (what exists is queued); an id that is not one of this directory's events is a 400 and
+    nothing is queued. A deactivated directory or one without a webhook is a 409.
+
+    Runs in its own transaction (a savepoint inside the caller's): the caller's audit entry commits with
+    the queueing or not at all. One drain is asked for after commit."""
+    span, ids = _selection(first, last, event_ids)
+    with transaction.atomic():
+        current = Directory.objects.filter(pk=directory.pk).first()
+        if current is None:
+            raise NotFound("Directory not found.")
+        refusal = resend_refusal(current)
+        if refusal:
+            raise Conflict(refusal)
+        events = WebhookEvent.objects.filter(directory_id=current.id, target="directory", sequence__isnull=False)
+        if ids is not None:
+            found = set(events.filter(id__in=ids).values_list("id", flat=True))
+            unknown = [str(event_id) for event_id in ids if event_id not in found]
+            if unknown:
+                named = ", ".join(unknown[:_IDS_NAMED]) + (
+                    f" and {len(unknown) - _IDS_NAMED} more" if len(unknown) > _IDS_NAMED else ""
+                )
+                raise ValidationFailed(
+                    f"Not events of this directory (or no longer kept): {named}. Nothing was queued.",
+                    field="event_ids",
+                )
+            chosen = events.filter(id__in=ids)
+        else:
+            low, high = span or (0, -1)
+            chosen = events.filter(sequence__gte=low, sequence__lte=high)
+        queued = chosen.filter(state__in=FINAL_STATES).update(
+            state=EventState.PENDING, resend=True, claimed_at=None, finished_at=None, state_reason=""
+        )
+        if queued:
+            # One kick for the whole request (dispatch.kick never raises: with the broker down the
+            # events wait for the sweep, and the request still succeeds).
+            transaction.on_commit(functools.partial(dispatch.kick, current.id, "directory"))
+    what = f"sequence {span[0]} to {span[1]}" if span else f"{len(ids or ())} event id(s)"
+    logger.info("resend of %s of directory %s asked by %s: %d event(s) queued", what, current.id, actor, queued)
+    return queued

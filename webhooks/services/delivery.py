@@ -256,7 +256,8 @@ def _deliver_claimed(
                 delivered=result.delivered,
                 error_class=result.error_class,
                 seconds=result.latency_ms / 1000,
-                lag=(sent_at - event.created_at).total_seconds() if event.created_at else None,
+                # A resend is not late: its created_at is the change's, long before it was asked for.
+                lag=(sent_at - event.created_at).total_seconds() if event.created_at and not event.resend else None,
             )
             if result.delivered:
                 logger.debug(

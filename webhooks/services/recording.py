@@ -26,10 +26,20 @@ logger = logging.getLogger("roster.webhooks")
 _MICROSECOND = timedelta(microseconds=1)
 
 
+# An event to record: (event_type, data), or (event_type, data, previous_attributes) for `user.updated`
+# and `group.updated` (contract §5.1).
+EventSpec = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], dict[str, Any]]
+
+
 def event_payload(
-    *, directory: Directory, event_type: str, data: dict[str, Any], event_id: uuid.UUID | None = None
+    *,
+    directory: Directory,
+    event_type: str,
+    data: dict[str, Any],
+    event_id: uuid.UUID | None = None,
+    previous_attributes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    payload = {
         "id": str(event_id or uuid.uuid4()),
         "event": event_type,
         "created_at": iso_utc(datetime.now(UTC)),
@@ -38,6 +48,9 @@ def event_payload(
         "product": directory.product,
         "data": data,
     }
+    if previous_attributes is not None:
+        payload["previous_attributes"] = previous_attributes  # beside `data`, not inside it
+    return payload
 
 
 class _Kicks:
@@ -108,11 +121,17 @@ class PreparedEvents:
 
     __slots__ = ("directory_id", "payloads", "rows")
 
-    def __init__(self, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> None:
+    def __init__(self, directory: Directory, events: list[EventSpec]) -> None:
         recorded = []
-        for event_type, data in events:
+        for event_type, data, *previous in events:
             event_id = uuid.uuid4()
-            payload = event_payload(directory=directory, event_type=event_type, data=data, event_id=event_id)
+            payload = event_payload(
+                directory=directory,
+                event_type=event_type,
+                data=data,
+                event_id=event_id,
+                previous_attributes=previous[0] if previous else None,
+            )
             recorded.append((event_id, event_type, payload))
         self.directory_id = directory.id
         self.payloads = [payload for _id, _type, payload in recorded]
@@ -127,12 +146,12 @@ class PreparedEvents:
         return payloads
 
 
-def events_prepare(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> PreparedEvents:
+def events_prepare(*, directory: Directory, events: list[EventSpec]) -> PreparedEvents:
     return PreparedEvents(directory, events)
 
 
-def events_record(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Record a batch of (event_type, data) for one directory; returns the contract §5 payloads.
+def events_record(*, directory: Directory, events: list[EventSpec]) -> list[dict[str, Any]]:
+    """Record a batch of events (EventSpec) for one directory; returns the contract §5 payloads.
 
     Must run inside the transaction that makes the change. Rows are written only when the
     directory has a webhook; delivery is asked for after commit.

@@ -32,7 +32,7 @@ import uuid
 from typing import Any
 
 import orjson
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, OperationalError, connection
 from django.db.models import Expression
 from django.db.models.functions import Collate
 from django.utils import timezone
@@ -61,11 +61,10 @@ from scim.storage.portable import (
     user_event,
     user_updated,
 )
-from webhooks.models import WebhookEvent
+from webhooks.models import EventSequence, WebhookEvent
 from webhooks.services import PreparedEvents, events_prepare
 
 _users = RowWriter(DirectoryUser)
-_events = RowWriter(WebhookEvent)
 _directories = RowReader(Directory)
 
 
@@ -93,15 +92,62 @@ def _q(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
+def _lost_race(exc: BaseException) -> bool:
+    """A statement that lost a race it cannot settle by itself, to be redone on the locked path: a foreign
+    key a concurrent delete broke (IntegrityError), or a deadlock PostgreSQL broke by cancelling this
+    statement (SQLSTATE 40P01; rare, since every statement takes the directory's counter last)."""
+    return isinstance(exc, IntegrityError) or getattr(exc.__cause__, "sqlstate", None) == "40P01"
+
+
+def _numbered_events(prepared: PreparedEvents, *, keys: list[Any], when: str) -> tuple[str, list[Any]]:
+    """WITH queries that record the events of `prepared` whose key (parallel to its rows) satisfies `when`
+    (`{key}` in it stands for the key) and give them the directory's next numbers:
+
+    - `c`: the chosen events, numbered 1..k in recording order;
+    - `q`: the directory's counter raised by k (an upsert that locks the counter row until the
+      statement commits, so numbers follow commit order: docs/events.md); nothing when k is 0;
+    - `e`: the outbox rows, each body joined around its number (webhooks.services.body_parts).
+
+    The statement's result then carries `(SELECT last FROM q)`, the counter after it."""
+    meta = WebhookEvent._meta
+    first = prepared.rows[0]
+    marks = "(CAST(%s AS uuid), CAST(%s AS integer), CAST(%s AS uuid), %s, %s, %s, CAST(%s AS timestamptz))"
+    values = ", ".join([marks] * len(prepared.rows))
+    params: list[Any] = []
+    for i, (key, row, (prefix, suffix)) in enumerate(zip(keys, prepared.rows, prepared.parts, strict=True)):
+        params += [key, i, row.id, row.event_type, prefix, suffix, row.created_at]
+    counter = _q(EventSequence._meta.db_table)
+    events = _q(meta.db_table)
+    columns = ", ".join(
+        _q(meta.get_field(name).column)
+        for name in (
+            "id", "directory_id", "event_type", "target", "body", "state", "state_reason", "created_at",
+            "finished_at", "sequence", "attempts", "resend",
+        )
+    )  # fmt: skip
+    number = "q.last - k.n + c.n"
+    sql = (
+        f"c AS (SELECT v.*, row_number() OVER (ORDER BY v.o) AS n FROM (VALUES {values}) "
+        f"AS v(k, o, i, t, p, s, at) WHERE {when.replace('{key}', 'v.k')}), "
+        f"q AS (INSERT INTO {counter} ({_q('directory_id')}, {_q('last')}) SELECT CAST(%s AS uuid), count(*) "
+        f"FROM c HAVING count(*) > 0 ON CONFLICT ({_q('directory_id')}) "
+        f"DO UPDATE SET {_q('last')} = {counter}.{_q('last')} + excluded.{_q('last')} RETURNING {_q('last')} AS last), "
+        f"e AS (INSERT INTO {events} ({columns}) SELECT c.i, CAST(%s AS uuid), c.t, %s, "
+        f"c.p || CAST({number} AS text) || c.s, %s, %s, c.at, CAST(%s AS timestamptz), {number}, 0, FALSE "
+        "FROM c, q, (SELECT count(*) AS n FROM c) AS k)"
+    )
+    params += [prepared.directory_id, prepared.directory_id, first.target, first.state, first.state_reason]
+    params.append(first.finished_at)
+    return sql, params
+
+
 def _with_events(
     change: str, params: list[Any], prepared: PreparedEvents, *, when: str, also: str = ""
 ) -> tuple[str, list[Any]]:
-    """`WITH a AS (<change>)<also>[, e AS (<insert of the outbox rows> WHERE <when>)] SELECT * FROM a`;
+    """`WITH a AS (<change>)<also>, <the numbered events recorded WHERE when> SELECT *, <counter> FROM a`;
     `also` is more WITH queries (without parameters)."""
-    if not prepared.rows:
-        return f"WITH a AS ({change}){also} SELECT * FROM a", params
-    events_sql, events_params = _events.insert_select_sql([(None, row) for row in prepared.rows], where=when)
-    return f"WITH a AS ({change}){also}, e AS ({events_sql}) SELECT * FROM a", params + events_params
+    events_sql, events_params = _numbered_events(prepared, keys=[None] * len(prepared.rows), when=when)
+    return f"WITH a AS ({change}){also}, {events_sql} SELECT *, (SELECT last FROM q) FROM a", params + events_params
 
 
 def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Events:
@@ -109,9 +155,11 @@ def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Event
     insert, params = _users.insert_sql(user)  # sets created_at / updated_at on `user` first
     user.member_of = []  # a new user is in no group yet
     prepared = events_prepare(directory=directory, events=[("user.created", user_event(directory, user))])
-    sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="TRUE")
-    statement_run(sql, params)
-    return prepared.written()
+    # The events depend on the INSERT's row, so the counter is taken only once the row is in (its unique
+    # key checked): a writer never holds the counter while it waits for another's row.
+    sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
+    rows = statement_run(sql, params)
+    return prepared.written(rows[0][-1])
 
 
 def user_update_statement(
@@ -124,9 +172,15 @@ def user_update_statement(
     params.append(read_at)
     prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
     sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
-    if not statement_run(sql, params):
+    try:
+        rows = statement_run(sql, params)
+    except (IntegrityError, OperationalError) as exc:
+        if not _lost_race(exc):
+            raise
         return None
-    return prepared.written()
+    if not rows:
+        return None
+    return prepared.written(rows[0][-1])
 
 
 def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Events | None:
@@ -145,9 +199,11 @@ def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Event
     sql, params = _with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
     try:
         deleted = statement_run(sql, params)
-    except IntegrityError:
+    except (IntegrityError, OperationalError) as exc:
+        if not _lost_race(exc):
+            raise
         return None
-    return prepared.written() if deleted else None
+    return prepared.written(deleted[0][-1]) if deleted else None
 
 
 def members_add_statement(
@@ -185,36 +241,44 @@ def members_add_statement(
         directory.id,
         group.display_name,
         raw_field.get_db_prep_save(group.raw, connection),
+        *sorted(user_ids),
         now,
         *sorted(user_ids),  # one insert order everywhere: no lock cycles between member writers
         now,
     ]
+    users_table = _q(DirectoryUser._meta.db_table)
     sql = (
         f"WITH g AS (SELECT {_q('id')} FROM {groups} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
         f"AND {_q('display_name')} = %s AND {_q('raw')} = %s FOR UPDATE), "
+        # The users' key-share locks, taken here rather than by the foreign key check at commit: after
+        # the directory's sequence counter (taken last, below), a wait for a user that a concurrent
+        # delete holds would close a lock cycle with that delete.
+        f"ul AS (SELECT {_q('id')} FROM {users_table} WHERE {_q('id')} IN ({marks}) ORDER BY {_q('id')} "
+        "FOR KEY SHARE), "
         f"a AS (INSERT INTO {members} ({_q('group_id')}, {_q('user_id')}, {_q('created_at')}) "
-        f"SELECT g.{_q('id')}, v.u, CAST(%s AS timestamptz) FROM g, (VALUES {marks}) AS v(u) ORDER BY v.u "
+        f"SELECT g.{_q('id')}, v.u, CAST(%s AS timestamptz) FROM g, (VALUES {marks}) AS v(u) "
+        f"LEFT JOIN ul ON ul.{_q('id')} = v.u ORDER BY v.u "
         f"ON CONFLICT ({_q('group_id')}, {_q('user_id')}) DO NOTHING RETURNING {_q('user_id')}), "
         f"t AS (UPDATE {groups} SET {_q('updated_at')} = %s FROM g WHERE {groups}.{_q('id')} = g.{_q('id')} "
         "AND EXISTS (SELECT 1 FROM a))"
     )
-    if prepared.rows:
-        events_sql, events_params = _events.insert_select_sql(
-            list(zip(user_ids, prepared.rows, strict=True)), where=f"{{key}} IN (SELECT {_q('user_id')} FROM a)"
-        )
-        sql += f", e AS ({events_sql})"
-        params += events_params
-    sql += f" SELECT g.{_q('id')}, a.{_q('user_id')} FROM g LEFT JOIN a ON TRUE"
+    events_sql, events_params = _numbered_events(
+        prepared, keys=list(user_ids), when=f"{{key}} IN (SELECT {_q('user_id')} FROM a)"
+    )
+    sql += f", {events_sql} SELECT g.{_q('id')}, a.{_q('user_id')}, (SELECT last FROM q) FROM g LEFT JOIN a ON TRUE"
+    params += events_params
     try:
         rows = statement_run(sql, params)
-    except IntegrityError:
+    except (IntegrityError, OperationalError) as exc:
+        if not _lost_race(exc):
+            raise
         return None
     if not rows:
         return None  # the group changed or went away since it was read
     added = {row[1] for row in rows if row[1] is not None}
     if added:
         group.updated_at = now
-    return prepared.written([i for i, user_id in enumerate(user_ids) if user_id in added])
+    return prepared.written(rows[0][2], [i for i, user_id in enumerate(user_ids) if user_id in added])
 
 
 def _directory_with(pk: uuid.UUID, read: FirstRead) -> Directory | None:

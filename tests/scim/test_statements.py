@@ -22,7 +22,7 @@ from scim.api import scim_request
 from scim.storage import postgres
 from tests.scim.conftest import Scim, group_body, user_body
 from webhooks import dispatch
-from webhooks.models import WebhookEvent
+from webhooks.models import EventSequence, WebhookEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -42,7 +42,7 @@ def kicks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[uuid.UUID, str]]:
 
 
 def _events(directory: Directory) -> list[tuple[str, dict[str, Any]]]:
-    rows = WebhookEvent.objects.filter(directory_id=directory.id).order_by("created_at", "id")
+    rows = WebhookEvent.objects.filter(directory_id=directory.id).order_by("sequence")
     return [(row.event_type, orjson.loads(row.body)["data"]) for row in rows]
 
 
@@ -90,11 +90,13 @@ def test_duplicate_user_name_is_409_and_leaves_no_row_or_event(scim_hooked: Scim
     assert len(kicks) == 1
 
 
-def test_user_create_without_webhook_writes_no_event(scim_a: Scim, kicks: list) -> None:
+def test_user_create_without_webhook_records_a_numbered_feed_event_and_sends_nothing(scim_a: Scim, kicks: list) -> None:
     status, _ = scim_a.post("/Users", user_body("cy@x.io"))
     assert status == 201
     assert DirectoryUser.objects.filter(directory=scim_a.directory).count() == 1
-    assert _events(scim_a.directory) == [] and kicks == []
+    assert [t for t, _ in _events(scim_a.directory)] == ["user.created"] and kicks == []
+    event = WebhookEvent.objects.get(directory_id=scim_a.directory.id)
+    assert (event.state, event.sequence, orjson.loads(event.body)["sequence"]) == ("dropped", 1, 1)
 
 
 def test_user_patch_is_read_plus_one_conditional_statement(scim_hooked: Scim, kicks: list) -> None:
@@ -236,6 +238,13 @@ def test_member_add_is_authentication_one_read_and_one_statement(scim_hooked: Sc
     assert _add(scim_hooked, group["id"], u1["id"])[0] == 204
     assert DirectoryGroup.objects.get(pk=group["id"]).updated_at == stamp
     assert len([t for t, _ in _events(scim_hooked.directory) if t == "group.user_added"]) == 3
+    # Numbered 1..n without a hole: the statement numbers only the memberships it really added, and a
+    # no-op add takes no number.
+    rows = WebhookEvent.objects.filter(directory_id=scim_hooked.directory.id).order_by("sequence")
+    assert [row.sequence for row in rows] == list(range(1, rows.count() + 1))
+    assert all(orjson.loads(row.body)["sequence"] == row.sequence for row in rows)
+    counter = EventSequence.objects.get(directory_id=scim_hooked.directory.id)
+    assert counter.last == rows.count()
 
 
 def test_member_add_of_an_unknown_user_is_400_and_adds_nothing(scim_hooked: Scim, scim_b: Scim, kicks: list) -> None:

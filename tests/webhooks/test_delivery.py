@@ -97,7 +97,11 @@ def test_each_of_the_eight_events_arrives_signed_with_the_spec_payload(
         assert request.headers["Content-Type"] == "application/json"
         assert request.headers["Roster-Event"] == event_type
         body = request.json
-        assert set(body) == {"id", "event", "created_at", "directory_id", "tenant", "product", "data"}
+        assert set(body) == {"id", "event", "created_at", "sequence", "directory_id", "tenant", "product", "data"}
+        # Numbered 1..8 in recording order (the directory's first events), in the body and the header.
+        assert body["sequence"] == payload["sequence"] == expected.index((event_type, data)) + 1
+        assert request.headers["Roster-Event-Sequence"] == str(body["sequence"])
+        assert list(body)[:4] == ["id", "event", "created_at", "sequence"]
         assert body["event"] == event_type
         assert body["directory_id"] == str(hooked_directory.id)
         assert (body["tenant"], body["product"]) == ("acme", "crm")
@@ -114,7 +118,12 @@ def test_each_of_the_eight_events_arrives_signed_with_the_spec_payload(
         assert entry.endpoint == receiver.url("/ok")
         assert entry.response_excerpt == "thanks"
         assert entry.latency_ms is not None and entry.attempted_at <= entry.finished_at
-    assert not WebhookEvent.objects.filter(directory_id=hooked_directory.id).exists()
+        assert (entry.sequence, entry.resend) == (request.json["sequence"], False)
+    # The outbox rows stay, with their outcome: they are the directory's changes feed.
+    kept = WebhookEvent.objects.filter(directory_id=hooked_directory.id).order_by("sequence")
+    assert [e.sequence for e in kept] == list(range(1, 9))
+    assert {(e.state, e.attempts, e.status_code) for e in kept} == {(EventState.DELIVERED, 1, 200)}
+    assert all(e.last_attempt_at is not None and e.finished_at is not None for e in kept)
 
 
 def test_the_body_sent_is_byte_for_byte_the_stored_body(hooked_directory: Directory, receiver: Receiver) -> None:
@@ -177,13 +186,23 @@ def test_with_logging_off_no_delivery_record_outlives_the_attempt(receiver: Rece
         assert event_deliver(event_id=p["id"]) == EventState.FAILED
     assert len(receiver.wait_for(2)) == 2
     assert not WebhookDelivery.objects.exists()
-    assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
+    # The outcome stays on the event itself (the changes feed), not in a log.
+    kept = WebhookEvent.objects.filter(directory_id=directory.id)
+    assert {(e.state, e.attempts, e.status_code) for e in kept} == {(EventState.FAILED, 1, 500)}
 
 
-def test_directory_without_webhook_records_nothing_to_send(directory_a: Directory) -> None:
+def test_directory_without_webhook_records_its_events_for_the_feed_but_nothing_to_send(directory_a: Directory) -> None:
     payloads = events_record(directory=directory_a, events=[("user.created", {"id": "1"})])
     assert payloads[0]["event"] == "user.created"  # the payload is still returned to the caller
-    assert not WebhookEvent.objects.filter(directory_id=directory_a.id).exists()
+    assert payloads[0]["sequence"] == 1
+    event = WebhookEvent.objects.get(directory_id=directory_a.id)
+    assert (event.state, event.state_reason, event.sequence, event.attempts) == (
+        EventState.DROPPED,
+        "directory has no webhook endpoint",
+        1,
+        0,
+    )
+    assert orjson.loads(event.body) == payloads[0]  # kept whole: an application may only pull
 
 
 def test_deactivated_directory_events_are_dropped_with_a_reason(
@@ -196,10 +215,11 @@ def test_deactivated_directory_events_are_dropped_with_a_reason(
     entry = WebhookDelivery.objects.get(directory=hooked_directory)
     assert (entry.delivered, entry.error_class) == (False, "Dropped")
     assert entry.error_message == "not sent: directory deactivated"
-    assert not WebhookEvent.objects.filter(pk=payload["id"]).exists()  # the log entry is the record
+    event = WebhookEvent.objects.get(pk=payload["id"])  # stays, in the feed, with the reason
+    assert (event.state, event.state_reason, event.attempts) == (EventState.DROPPED, "directory deactivated", 0)
 
 
-def test_dropped_event_of_a_non_logging_directory_keeps_the_reason_but_not_the_payload(
+def test_dropped_event_of_a_non_logging_directory_keeps_the_reason_and_its_payload_for_the_feed(
     receiver: Receiver,
     private_ok,  # noqa: ANN001
 ) -> None:
@@ -208,7 +228,8 @@ def test_dropped_event_of_a_non_logging_directory_keeps_the_reason_but_not_the_p
     directory_update(directory=directory, data={"deactivated": True})
     assert event_deliver(event_id=payload["id"]) == EventState.DROPPED
     event = WebhookEvent.objects.get(pk=payload["id"])
-    assert (event.state, event.state_reason, event.body) == (EventState.DROPPED, "directory deactivated", "")
+    assert (event.state, event.state_reason) == (EventState.DROPPED, "directory deactivated")
+    assert orjson.loads(event.body)["data"] == {"id": "1", "email": "a@b.c"}
     assert not WebhookDelivery.objects.exists()
     assert receiver.wait_for(1, timeout=0.3) == []
 
@@ -219,7 +240,7 @@ def test_events_of_a_deleted_directory_are_dropped(hooked_directory: Directory, 
     WebhookEvent.objects.filter(pk=payload["id"]).update(directory_id=uuid.uuid4())
     assert event_deliver(event_id=payload["id"]) == EventState.DROPPED
     event = WebhookEvent.objects.get(pk=payload["id"])
-    assert (event.state, event.state_reason, event.body) == (EventState.DROPPED, "directory deleted", "")
+    assert (event.state, event.state_reason) == (EventState.DROPPED, "directory deleted")
     assert receiver.wait_for(1, timeout=0.3) == []
 
 
@@ -439,12 +460,14 @@ def test_a_batch_sends_one_directorys_events_in_recorded_order_with_a_fixed_numb
 
     with CaptureQueriesContext(connection) as captured:
         result = events_batch_deliver(directory_id=directory.id, target="directory")
-    # Claim, the directory, the DELETE; with logging on also the re-read of the flag and one INSERT.
+    # Claim, the directory, the closing UPDATE; with logging on also the re-read of the flag and one INSERT.
     assert len(_statements(captured)) == statements
     assert (result.claimed, result.delivered, result.failed, result.released) == (5, 5, 0, 0)
     got = receiver.wait_for(6, timeout=0.5)
     assert [r.json["id"] for r in got] == [p["id"] for p in payloads]
-    assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
+    assert [r.json["sequence"] for r in got[:5]] == [1, 2, 3, 4, 5]
+    kept = WebhookEvent.objects.filter(directory_id=directory.id)
+    assert sorted(kept.values_list("state", "attempts")) == [(EventState.DELIVERED, 1)] * 5
     assert WebhookDelivery.objects.filter(directory=directory, delivered=True).count() == (5 if log else 0)
     # The other directory's event is not this drain's business.
     assert WebhookEvent.objects.get(directory_id=other.id).state == EventState.PENDING
@@ -491,7 +514,7 @@ def test_an_exception_mid_batch_puts_the_unattempted_events_back_and_leaves_the_
         events_batch_deliver(directory_id=hooked_directory.id, target="directory")
     states = dict(WebhookEvent.objects.values_list("id", "state"))
     ids = [uuid.UUID(p["id"]) for p in payloads]
-    assert ids[0] not in states  # attempted and recorded before the crash
+    assert states[ids[0]] == EventState.DELIVERED  # attempted and recorded before the crash
     assert WebhookDelivery.objects.get(event_id=ids[0]).delivered is True
     assert states[ids[1]] == EventState.SENDING  # its outcome is unknown: the sweep reports it, never resends it
     assert [states[i] for i in ids[2:]] == [EventState.PENDING] * 3  # never attempted: back in the queue
@@ -537,7 +560,7 @@ def test_a_soft_time_limit_during_an_attempt_stops_the_batch_and_puts_the_rest_b
         events_batch_deliver(directory_id=hooked_directory.id, target="directory")
     ids = [uuid.UUID(p["id"]) for p in payloads]
     states = dict(WebhookEvent.objects.values_list("id", "state"))
-    assert ids[0] not in states
+    assert states[ids[0]] == EventState.DELIVERED
     assert states[ids[1]] == EventState.SENDING  # the request had been written: outcome unknown
     assert [states[i] for i in ids[2:]] == [EventState.PENDING, EventState.PENDING]
 
@@ -603,7 +626,8 @@ def test_concurrent_drains_of_one_directory_claim_each_event_exactly_once(
     assert sum(claimed) == 60
     got = receiver.wait_for(61, timeout=0.5)
     assert sorted(r.json["id"] for r in got) == sorted(p["id"] for p in payloads)  # each once, none twice
-    assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
+    rows = WebhookEvent.objects.filter(directory_id=directory.id)
+    assert sorted(rows.values_list("state", "attempts")) == [(EventState.DELIVERED, 1)] * 60
 
 
 # --- one kick per transaction and directory ----------------------------------------------------------
@@ -756,8 +780,9 @@ def test_a_batch_of_a_deactivated_directory_is_dropped_in_one_go(
     if log:
         entries = WebhookDelivery.objects.filter(directory=directory)
         assert [e.error_message for e in entries] == ["not sent: directory deactivated"] * 3
-        assert not WebhookEvent.objects.filter(directory_id=directory.id).exists()
     else:
-        rows = WebhookEvent.objects.filter(directory_id=directory.id)
-        assert {(e.state, e.state_reason, e.body) for e in rows} == {(EventState.DROPPED, "directory deactivated", "")}
         assert not WebhookDelivery.objects.exists()
+    # Either way the events stay in the feed, dropped with the reason, their payloads whole.
+    rows = WebhookEvent.objects.filter(directory_id=directory.id)
+    assert {(e.state, e.state_reason, e.attempts) for e in rows} == {(EventState.DROPPED, "directory deactivated", 0)}
+    assert all(orjson.loads(e.body)["event"] == "user.created" for e in rows)

@@ -141,7 +141,7 @@ def test_a_connection_terminated_while_the_receiver_answers_200_still_records_de
     assert terminated == [True] and len(refused) == 2
     assert (result.claimed, result.delivered, result.failed, result.released) == (3, 3, 0, 0)
     assert connection.connection.info.backend_pid != drain_pid  # recorded on a new connection
-    assert _states(ids) == [None, None, None]  # closed: not `sending`, so never "worker lost"
+    assert _states(ids) == [EventState.DELIVERED] * 3  # closed: not `sending`, so never "worker lost"
     entries = WebhookDelivery.objects.filter(directory=directory)
     assert sorted((e.event_id, e.delivered, e.status_code) for e in entries) == (
         sorted((i, True, 200) for i in ids) if log else []
@@ -158,11 +158,11 @@ def test_a_lost_connection_at_the_first_outcome_writes_is_ridden_out_and_the_eve
 ) -> None:
     directory = make_hooked_directory(receiver, log=log)
     ids = _record(directory, 2)
-    flaky = _lose(monkeypatch, "delete_sending", 3)  # an outage spanning three tries
+    flaky = _lose(monkeypatch, "close_sending", 3)  # an outage spanning three tries
     result = _batch(directory)
     assert flaky.calls == 4
     assert (result.delivered, result.failed) == (2, 0)
-    assert _states(ids) == [None, None]
+    assert _states(ids) == [EventState.DELIVERED, EventState.DELIVERED]
     assert [e.delivered for e in WebhookDelivery.objects.filter(directory=directory)] == ([True, True] if log else [])
     assert events_sweep(pending_age=timedelta(0)).worker_lost == 0
 
@@ -207,7 +207,7 @@ def test_an_outcome_that_cannot_be_written_is_logged_per_event_and_never_becomes
         swept.append(events_sweep(pending_age=timedelta(0)).worker_lost)
         raise OperationalError("could not connect to server")
 
-    monkeypatch.setattr(delivery, "delete_sending", down)
+    monkeypatch.setattr(delivery, "close_sending", down)
     with caplog.at_level(logging.WARNING, logger="roster.webhooks"), pytest.raises(OperationalError):
         _batch(directory)
     assert len(swept) >= 2 and set(swept) == {0}
@@ -239,7 +239,7 @@ def test_unattempted_events_are_put_back_through_a_lost_connection(
     flaky = _lose(monkeypatch, "release", 2)
     result = _batch(hooked_directory)
     assert (result.delivered, result.released, flaky.calls) == (1, 2, 3)
-    assert _states(ids) == [None, EventState.PENDING, EventState.PENDING]
+    assert _states(ids) == [EventState.DELIVERED, EventState.PENDING, EventState.PENDING]
 
 
 def test_a_claim_whose_answer_was_lost_is_undone_and_claimed_again(
@@ -296,7 +296,7 @@ def test_a_target_read_on_a_lost_connection_is_retried_or_puts_the_batch_back(
     monkeypatch.setattr(delivery, "RECORD_RETRY", 0.05)
     if failures == 2:
         assert _batch(directory).delivered == 2
-        assert _states(ids) == [None, None]
+        assert _states(ids) == [EventState.DELIVERED, EventState.DELIVERED]
         return
     with pytest.raises(OperationalError):
         _batch(directory)

@@ -21,6 +21,10 @@ Guarantees, in terms of `WebhookEvent.state`:
   claim leaves no event `sending` that nobody will send.
 - Directory events of a deactivated or deleted directory (or one whose webhook was removed) are
   `dropped` with the reason, not sent.
+- Closed rows stay, with their outcome (attempts, last attempt time, status code): they are the
+  directory's changes feed (contract §5.1) until the purge. Only an explicit resend
+  (webhooks.services.resending) puts one back to `pending`, for exactly one more attempt; the attempt
+  log marks it as a resend.
 """
 
 from __future__ import annotations
@@ -40,14 +44,15 @@ from django.utils import timezone
 from core import metrics
 from directories.models import Directory
 from webhooks import transport
-from webhooks.models import EventState, WebhookDelivery, WebhookEvent
+from webhooks.models import EventState, WebhookDelivery
 from webhooks.selectors import webhook_target_get
 from webhooks.services.outbox import (
     Claimed,
+    Outcome,
     as_uuid,
     claim_batch,
     claim_one,
-    delete_sending,
+    close_sending,
     release,
     unclaim,
 )
@@ -222,7 +227,6 @@ def _deliver_claimed(
     if stop_at is not None:
         stop = min(stop, stop_at)
     timeout = float(settings.WEBHOOK_TIMEOUT)
-    logging_on = resolved.log_directory_id is not None
     if not resolved.secret:
         logger.warning("webhook events of directory %s sent unsigned: WEBHOOK_SECRET is not set", directory_id)
     outcomes: list[tuple[Claimed, transport.AttemptResult, Any]] = []
@@ -238,13 +242,15 @@ def _deliver_claimed(
                 "Roster-Event": event.event_type,
                 "Roster-Event-Id": str(event.id),
             }
+            if event.sequence is not None:
+                headers["Roster-Event-Sequence"] = str(event.sequence)
             if resolved.secret:
+                # Signed now: a resend carries the same body with a fresh timestamp.
                 headers[SIGNATURE_HEADER] = signature_header(body, resolved.secret)
             sent_at = timezone.now()
-            attempted_at = sent_at if logging_on else None
             in_attempt = True
             result = transport.post(resolved.url, body, headers, timeout)
-            outcomes.append((event, result, attempted_at))
+            outcomes.append((event, result, sent_at))
             in_attempt = False
             metrics.delivery_attempted(
                 delivered=result.delivered,
@@ -330,26 +336,25 @@ def _put_back(events: list[Claimed], deadline: float) -> None:
 
 
 def _finish(outcomes: list[tuple[Claimed, transport.AttemptResult, Any]], resolved: _Target, target: str) -> None:
-    """Close the outbox rows of a batch. A directory event's record is the delivery log (or nothing, with
-    logging off), so its row goes; a global event has no directory log, so its row keeps the outcome
-    until the purge. Only rows still `sending` are touched: never one the sweep already closed."""
-    ids = [event.id for event, _result, _at in outcomes]
-    if target == "global":
-        now = timezone.now()
-        by_outcome: dict[tuple[str, str], list[uuid.UUID]] = {}
-        for event, result, _at in outcomes:
-            state = EventState.DELIVERED if result.delivered else EventState.FAILED
-            by_outcome.setdefault((state, result.error_message[:255]), []).append(event.id)
-        for (state, reason), group in by_outcome.items():
-            WebhookEvent.objects.filter(pk__in=group, state=EventState.SENDING).update(
-                state=state, state_reason=reason, finished_at=now
-            )
-        return
+    """Close the outbox rows of a batch with their outcomes: they stay, as the directory's changes feed
+    (contract §5.1) or, for dsync.* events, until the purge. A logging directory also gets an entry per
+    attempt in its delivery log. Only rows still `sending` are touched: never one the sweep already
+    closed."""
+    closing = [
+        Outcome(
+            id=event.id,
+            state=EventState.DELIVERED if result.delivered else EventState.FAILED,
+            reason="" if result.delivered else result.error_message,
+            attempted_at=attempted_at,
+            status_code=result.status_code,
+        )
+        for event, result, attempted_at in outcomes
+    ]
     if resolved.log_directory_id is None:
-        delete_sending(ids)  # one statement, atomic by itself: no transaction round trips
+        close_sending(closing)  # one statement, atomic by itself: no transaction round trips
         return
     with transaction.atomic():
-        closed = set(delete_sending(ids))
+        closed = set(close_sending(closing))
         # Read again after the attempts: logging switched off meanwhile means nothing may be kept.
         directory = webhook_target_get(directory_id=resolved.log_directory_id) if closed else None
         if directory is not None and directory.log:
@@ -368,6 +373,8 @@ def _finish(outcomes: list[tuple[Claimed, transport.AttemptResult, Any]], resolv
                         response_excerpt=result.response_excerpt,
                         payload=event.body,
                         delivered=result.delivered,
+                        sequence=event.sequence,
+                        resend=event.resend,
                         attempted_at=attempted_at,
                         finished_at=finished_at,
                     )
@@ -378,16 +385,18 @@ def _finish(outcomes: list[tuple[Claimed, transport.AttemptResult, Any]], resolv
 
 
 def _record_drops(events: list[Claimed], directory_id: uuid.UUID, target: str, reason: str) -> None:
-    """Record why events were not sent. A logging directory gets a `Dropped` entry per event in its
-    delivery log (and the outbox rows go). Otherwise the outbox rows stay `dropped` with the reason until
-    the purge, without the payload for directory events: with logging off no user data is kept."""
-    ids = [event.id for event in events]
+    """Record why events were not sent: their rows stay `dropped` with the reason (and their body: the
+    changes feed shows them), and a logging directory gets a `Dropped` entry per event in its log."""
+    dropping = [
+        Outcome(id=event.id, state=EventState.DROPPED, reason=reason, attempted_at=None, status_code=None)
+        for event in events
+    ]
     with transaction.atomic():
+        closed = set(close_sending(dropping))
         directory = None
-        if target == "directory":
+        if target == "directory" and closed:
             directory = Directory.objects.filter(pk=directory_id, log_webhook_events=True).first()
         if directory is not None:
-            closed = set(delete_sending(ids))
             now = timezone.now()
             WebhookDelivery.objects.bulk_create(
                 [
@@ -400,6 +409,8 @@ def _record_drops(events: list[Claimed], directory_id: uuid.UUID, target: str, r
                         error_message=f"not sent: {reason}",
                         payload=event.body,
                         delivered=False,
+                        sequence=event.sequence,
+                        resend=event.resend,
                         attempted_at=now,
                         finished_at=now,
                     )
@@ -407,12 +418,3 @@ def _record_drops(events: list[Claimed], directory_id: uuid.UUID, target: str, r
                     if event.id in closed
                 ]
             )
-            return
-        changes: dict[str, Any] = {
-            "state": EventState.DROPPED,
-            "state_reason": reason[:255],
-            "finished_at": timezone.now(),
-        }
-        if target == "directory":
-            changes["body"] = ""
-        WebhookEvent.objects.filter(pk__in=ids, state=EventState.SENDING).update(**changes)

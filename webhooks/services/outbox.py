@@ -1,5 +1,6 @@
-"""Hand-written statements on the outbox table for the drain: claim a batch (or one event), delete the
-closed rows, put back the unattempted ones. Identifiers come from the model and are quoted; every value
+"""Hand-written statements on the outbox table: take a directory's next sequence numbers (as events are
+recorded), and for the drain: claim a batch (or one event), close the attempted rows with their
+outcomes, put back the unattempted ones. Identifiers come from the model and are quoted; every value
 is a parameter. PostgreSQL and SQLite get one statement each; other databases a slower generic path."""
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
-from webhooks.models import EventState, WebhookEvent
+from webhooks.models import EventSequence, EventState, WebhookEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,30 @@ class Claimed:
     event_type: str
     body: str
     created_at: datetime | None = None  # when it was recorded (with the change): the start of its lag
+    sequence: int | None = None  # None for dsync.* events
+    resend: bool = False  # this attempt was asked for by a resend
+
+
+_sequence_sql: dict[str, str] = {}
+
+
+def sequence_take(directory_id: uuid.UUID, count: int) -> int:
+    """Add `count` to the directory's event counter and return its new value: the events being recorded
+    get the numbers last-count+1 .. last. The upsert locks the counter row until the transaction
+    commits, so it must be the transaction's last write (docs/events.md). The same statement runs on
+    PostgreSQL and on SQLite (3.35+: ON CONFLICT with RETURNING)."""
+    sql = _sequence_sql.get(connection.vendor)
+    if sql is None:
+        quote = connection.ops.quote_name
+        table = quote(EventSequence._meta.db_table)
+        key, last = quote("directory_id"), quote("last")
+        sql = _sequence_sql[connection.vendor] = (
+            f"INSERT INTO {table} ({key}, {last}) VALUES (%s, %s) "  # noqa: S608
+            f"ON CONFLICT ({key}) DO UPDATE SET {last} = {table}.{last} + excluded.{last} RETURNING {last}"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [EventSequence._meta.pk.get_db_prep_value(directory_id, connection), count])
+        return int(cursor.fetchone()[0])
 
 
 _names: dict[str, tuple[str, dict[str, str]]] = {}
@@ -52,9 +78,9 @@ def _batch_claim_sql() -> str:
         pick = (
             f"SELECT {c['id']} FROM {table} "  # noqa: S608
             f"WHERE {c['directory_id']} = %s AND {c['target']} = %s AND {c['state']} = %s "
-            f"ORDER BY {c['created_at']}, {c['id']} LIMIT %s"
+            f"ORDER BY {c['sequence']}, {c['created_at']}, {c['id']} LIMIT %s"
         )
-        returned = ("id", "event_type", "body", "created_at")
+        returned = ("id", "event_type", "body", "created_at", "sequence", "resend")
         if connection.vendor == "postgresql":
             # The pick must run once. As `id IN (subquery)` PostgreSQL may run it again for every row
             # it scans, and FOR UPDATE skips the rows this very statement already updated, so each run
@@ -103,7 +129,7 @@ def claim_batch(directory_id: uuid.UUID, target: str, limit: int, claimed_at: An
     if connection.vendor not in ("postgresql", "sqlite"):
         return _claim_generic(
             WebhookEvent.objects.filter(directory_id=directory_id, target=target, state=EventState.PENDING)
-            .order_by("created_at", "id")
+            .order_by("sequence", "created_at", "id")
             .values_list("id", flat=True)[:limit],
             claimed_at,
         )
@@ -111,10 +137,16 @@ def claim_batch(directory_id: uuid.UUID, target: str, limit: int, claimed_at: An
     with connection.cursor() as cursor:
         cursor.execute(_batch_claim_sql(), params)
         rows = cursor.fetchall()
-    # RETURNING gives no order; sort as the claim did. (created_at compares as datetimes on PostgreSQL
-    # and as fixed-format text on SQLite; the id tie-break compares the same way as in SQL.)
-    rows.sort(key=lambda row: (row[3], row[0]))
-    return [Claimed(as_uuid(row[0]), row[1], row[2], _moment(row[3])) for row in rows]
+    # RETURNING gives no order; sort as the claim did: by sequence (a directory's own events), then
+    # created_at (dsync.* events, which have none). created_at compares as datetimes on PostgreSQL and
+    # as fixed-format text on SQLite; the id tie-break compares the same way as in SQL.
+    rows.sort(key=lambda row: (row[4] or 0, row[3], row[0]))
+    return [_claimed(row) for row in rows]
+
+
+def _claimed(row: tuple[Any, ...] | list[Any]) -> Claimed:
+    """A Claimed from (id, event_type, body, created_at, sequence, resend) as a claim returned them."""
+    return Claimed(as_uuid(row[0]), row[1], row[2], _moment(row[3]), row[4], bool(row[5]))
 
 
 def _moment(value: Any) -> datetime | None:
@@ -137,17 +169,17 @@ def claim_one(event_id: uuid.UUID, claimed_at: Any = None) -> tuple[Claimed, uui
             state=EventState.SENDING, claimed_at=claimed_at
         ):
             return None
-        row = WebhookEvent.objects.values_list("id", "event_type", "body", "directory_id", "target", "created_at").get(
-            pk=event_id
-        )
+        row = WebhookEvent.objects.values_list(
+            "id", "event_type", "body", "created_at", "sequence", "resend", "directory_id", "target"
+        ).get(pk=event_id)
     else:
         meta = WebhookEvent._meta
         table, c = _columns()
         sql = (
             f"UPDATE {table} SET {c['state']} = %s, {c['claimed_at']} = %s "  # noqa: S608
             f"WHERE {c['id']} = %s AND {c['state']} = %s "
-            f"RETURNING {c['id']}, {c['event_type']}, {c['body']}, {c['directory_id']}, {c['target']}, "
-            f"{c['created_at']}"
+            f"RETURNING {c['id']}, {c['event_type']}, {c['body']}, {c['created_at']}, {c['sequence']}, "
+            f"{c['resend']}, {c['directory_id']}, {c['target']}"
         )
         params = [
             EventState.SENDING,
@@ -160,7 +192,7 @@ def claim_one(event_id: uuid.UUID, claimed_at: Any = None) -> tuple[Claimed, uui
             row = cursor.fetchone()
         if row is None:
             return None
-    return Claimed(as_uuid(row[0]), row[1], row[2], _moment(row[5])), as_uuid(row[3]), row[4]
+    return _claimed(row), as_uuid(row[6]), row[7]
 
 
 def _claim_generic(event_ids: Any, claimed_at: Any) -> list[Claimed]:
@@ -172,24 +204,70 @@ def _claim_generic(event_ids: Any, claimed_at: Any) -> list[Claimed]:
             state=EventState.SENDING, claimed_at=claimed_at
         )
     ]
-    rows = WebhookEvent.objects.filter(pk__in=won).order_by("created_at", "id")
-    return [Claimed(*row) for row in rows.values_list("id", "event_type", "body", "created_at")]
+    rows = WebhookEvent.objects.filter(pk__in=won).order_by("sequence", "created_at", "id")
+    return [_claimed(row) for row in rows.values_list("id", "event_type", "body", "created_at", "sequence", "resend")]
 
 
-def delete_sending(ids: list[uuid.UUID]) -> list[uuid.UUID]:
-    """DELETE the rows among `ids` that are still `sending`; the ids actually deleted."""
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one attempted (or dropped) event ends: its final state and what the feed shows of it."""
+
+    id: uuid.UUID
+    state: str  # delivered, failed or dropped
+    reason: str  # state_reason: the error message of a failure, the reason of a drop
+    attempted_at: datetime | None  # None: no attempt was made (a drop)
+    status_code: int | None
+
+
+def close_sending(outcomes: list[Outcome]) -> list[uuid.UUID]:
+    """Close the rows among `outcomes` still `sending` with their outcome (an attempt counts one more
+    attempt); the ids actually closed. One statement: UPDATE … FROM a VALUES list of the outcomes."""
+    if not outcomes:
+        return []
+    now = timezone.now()
     if connection.vendor not in ("postgresql", "sqlite"):
-        rows = WebhookEvent.objects.filter(pk__in=ids, state=EventState.SENDING)
-        gone = list(rows.values_list("id", flat=True))
-        rows.delete()
-        return gone
+        return [outcome.id for outcome in outcomes if _close_generic(outcome, now)]
+    meta = WebhookEvent._meta
     table, c = _columns()
-    pk = WebhookEvent._meta.pk
-    marks = ", ".join(["%s"] * len(ids))
-    sql = f"DELETE FROM {table} WHERE {c['id']} IN ({marks}) AND {c['state']} = %s RETURNING {c['id']}"  # noqa: S608
+    fields = [meta.pk, meta.get_field("state"), meta.get_field("state_reason")]
+    fields += [meta.get_field("last_attempt_at"), meta.get_field("status_code")]
+    if connection.vendor == "postgresql":  # a VALUES list has no column types of its own there
+        marks = ", ".join(f"CAST(%s AS {f.cast_db_type(connection)})" for f in fields)
+    else:  # SQLite compares by the stored text; a CAST to its "datetime" would turn the text into a number
+        marks = ", ".join(["%s"] * len(fields))
+    values = ", ".join([f"({marks})"] * len(outcomes))
+    sql = (
+        f"UPDATE {table} SET {c['state']} = v.column2, {c['state_reason']} = v.column3, "  # noqa: S608
+        f"{c['finished_at']} = %s, "
+        f"{c['attempts']} = {table}.{c['attempts']} + (CASE WHEN v.column4 IS NULL THEN 0 ELSE 1 END), "
+        f"{c['last_attempt_at']} = COALESCE(v.column4, {table}.{c['last_attempt_at']}), "
+        f"{c['status_code']} = CASE WHEN v.column4 IS NULL THEN {table}.{c['status_code']} ELSE v.column5 END, "
+        f"{c['resend']} = %s "
+        f"FROM (VALUES {values}) AS v WHERE {table}.{c['id']} = v.column1 AND {table}.{c['state']} = %s "
+        f"RETURNING {table}.{c['id']}"
+    )
+    params: list[Any] = [meta.get_field("finished_at").get_db_prep_value(now, connection), False]
+    values_params: list[Any] = []
+    for outcome in outcomes:
+        row = [outcome.id, outcome.state, outcome.reason[:255], outcome.attempted_at, outcome.status_code]
+        values_params += [f.get_db_prep_value(value, connection) for f, value in zip(fields, row, strict=True)]
+    # Parameters in the order of the statement's placeholders: SET (finished_at, resend), VALUES, WHERE.
+    params = [params[0], params[1], *values_params, EventState.SENDING]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*(pk.get_db_prep_value(i, connection) for i in ids), EventState.SENDING])
+        cursor.execute(sql, params)
         return [as_uuid(row[0]) for row in cursor.fetchall()]
+
+
+def _close_generic(outcome: Outcome, now: datetime) -> bool:
+    changes: dict[str, Any] = {"state": outcome.state, "state_reason": outcome.reason[:255], "finished_at": now}
+    changes["resend"] = False
+    if outcome.attempted_at is not None:
+        changes |= {
+            "attempts": F("attempts") + 1,
+            "last_attempt_at": outcome.attempted_at,
+            "status_code": outcome.status_code,
+        }
+    return bool(WebhookEvent.objects.filter(pk=outcome.id, state=EventState.SENDING).update(**changes))
 
 
 def release(events: list[Claimed]) -> None:

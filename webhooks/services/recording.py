@@ -19,7 +19,8 @@ from core import metrics
 from core.timefmt import iso_utc
 from directories.models import Directory
 from webhooks import dispatch
-from webhooks.models import WebhookEvent
+from webhooks.models import EventState, WebhookEvent
+from webhooks.services.outbox import sequence_take
 
 logger = logging.getLogger("roster.webhooks")
 
@@ -37,12 +38,16 @@ def event_payload(
     event_type: str,
     data: dict[str, Any],
     event_id: uuid.UUID | None = None,
+    numbered: bool = False,
     previous_attributes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    payload = {
-        "id": str(event_id or uuid.uuid4()),
-        "event": event_type,
-        "created_at": iso_utc(datetime.now(UTC)),
+    """The contract §5 payload. A directory's own event is `numbered`: its "sequence" is filled in as it
+    is recorded (PreparedEvents); dsync.* events have none. `previous_attributes` (user.updated and
+    group.updated, contract §5.1) goes after `data`, beside it."""
+    head = {"id": str(event_id or uuid.uuid4()), "event": event_type, "created_at": iso_utc(datetime.now(UTC))}
+    if numbered:
+        head["sequence"] = None
+    payload = head | {
         "directory_id": str(directory.id),
         "tenant": directory.tenant,
         "product": directory.product,
@@ -114,12 +119,29 @@ def _outbox_rows(directory: Directory, target: str, events: list[tuple[uuid.UUID
     _kick_after_commit(directory.id, target, tuple(event_type for _id, event_type, _payload in events))
 
 
-class PreparedEvents:
-    """Events built but not yet written, for a service that writes them in the same SQL statement as its
-    change (core.rows.statement_run): `rows` are the outbox rows to insert, in recording order
-    and parallel to `payloads` (empty when the directory has no webhook)."""
+# Why an event of a directory without a webhook is recorded already closed: it is in the changes feed
+# (an application may only pull), but nothing will ever send it.
+NO_WEBHOOK = "directory has no webhook endpoint"
 
-    __slots__ = ("directory_id", "payloads", "rows")
+
+def body_parts(payload: dict[str, Any]) -> tuple[str, str]:
+    """A directory event's JSON body around its sequence number: `prefix + str(n) + suffix` is the body,
+    with "sequence" right after "created_at". The number is known only once the event is recorded (the
+    PostgreSQL single statement joins the parts itself), and the body must be the exact bytes sent."""
+    head = {key: payload[key] for key in ("id", "event", "created_at")}
+    rest = {key: value for key, value in payload.items() if key not in head and key != "sequence"}
+    return orjson.dumps(head).decode()[:-1] + ',"sequence":', "," + orjson.dumps(rest).decode()[1:]
+
+
+class PreparedEvents:
+    """A directory's events built but not yet written: `rows` are the outbox rows to insert, in recording
+    order and parallel to `payloads` and `parts` (body_parts). Every directory records its events (they
+    are its changes feed); without a webhook they are recorded `dropped` and no drain is asked for.
+
+    They get their numbers as they are written: `numbered(last)` with the directory's counter after the
+    write took them (webhooks.services.outbox.sequence_take, or the statement that wrote them)."""
+
+    __slots__ = ("directory_id", "parts", "payloads", "rows", "send")
 
     def __init__(self, directory: Directory, events: list[EventSpec]) -> None:
         recorded = []
@@ -130,18 +152,39 @@ class PreparedEvents:
                 event_type=event_type,
                 data=data,
                 event_id=event_id,
+                numbered=True,
                 previous_attributes=previous[0] if previous else None,
             )
             recorded.append((event_id, event_type, payload))
         self.directory_id = directory.id
         self.payloads = [payload for _id, _type, payload in recorded]
-        self.rows = _outbox_events(directory, "directory", recorded) if directory.has_webhook else []
+        self.parts = [body_parts(payload) for payload in self.payloads]
+        self.rows = _outbox_events(directory, "directory", recorded)
+        self.send = directory.has_webhook
+        if not self.send:
+            for row in self.rows:
+                row.state, row.state_reason, row.finished_at = EventState.DROPPED, NO_WEBHOOK, row.created_at
 
-    def written(self, indexes: list[int] | None = None) -> list[dict[str, Any]]:
-        """Call once the statement that wrote the rows (all, or only those at `indexes`) has run: asks
-        for delivery after commit and returns the payloads of the events that exist."""
-        payloads = self.payloads if indexes is None else [self.payloads[i] for i in indexes]
-        if self.rows and payloads:
+    def numbered(self, last: int, indexes: list[int] | None = None) -> list[dict[str, Any]]:
+        """Give the events written (all, or only those at `indexes`, in recording order) the numbers up to
+        `last`, and return their payloads."""
+        chosen = list(range(len(self.rows))) if indexes is None else indexes
+        first = last - len(chosen) + 1
+        for offset, i in enumerate(chosen):
+            sequence = first + offset
+            prefix, suffix = self.parts[i]
+            self.rows[i].sequence = self.payloads[i]["sequence"] = sequence
+            self.rows[i].body = f"{prefix}{sequence}{suffix}"
+        return [self.payloads[i] for i in chosen]
+
+    def written(self, last: int | None, indexes: list[int] | None = None) -> list[dict[str, Any]]:
+        """Call once the statement that wrote the rows (all, or only those at `indexes`) has run, with the
+        directory's counter after it (None when it wrote none): asks for delivery after commit and
+        returns the payloads of the events that exist, with their numbers."""
+        if last is None:
+            return []
+        payloads = self.numbered(last, indexes)
+        if self.send and payloads:
             _kick_after_commit(self.directory_id, "directory", tuple(payload["event"] for payload in payloads))
         return payloads
 
@@ -153,13 +196,16 @@ def events_prepare(*, directory: Directory, events: list[EventSpec]) -> Prepared
 def events_record(*, directory: Directory, events: list[EventSpec]) -> list[dict[str, Any]]:
     """Record a batch of events (EventSpec) for one directory; returns the contract §5 payloads.
 
-    Must run inside the transaction that makes the change. Rows are written only when the
-    directory has a webhook; delivery is asked for after commit.
+    Must run inside the transaction that makes the change, as its last write: taking the numbers locks
+    the directory's counter row until that transaction commits (docs/events.md). Delivery is asked for
+    after commit when the directory has a webhook.
     """
+    if not events:
+        return []
     prepared = PreparedEvents(directory, events)
-    if prepared.rows:
-        WebhookEvent.objects.bulk_create(prepared.rows)
-    return prepared.written()
+    payloads = prepared.written(sequence_take(directory.id, len(events)))
+    WebhookEvent.objects.bulk_create(prepared.rows)
+    return payloads
 
 
 def event_record(*, directory: Directory, event_type: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, F
 from django.utils import timezone
 
 from core import metrics
@@ -74,13 +74,22 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
 
 def _event_worker_lost(event_id: uuid.UUID) -> int:
     """`sending` -> `failed` ("worker lost"): the attempt's outcome is unknown, and it is not retried
-    because the receiver may well have got it (contract §5: a failed delivery is never retried)."""
+    because the receiver may well have got it (contract §5: a failed delivery is never retried). The row
+    stays, in the changes feed, counting the attempt made at its claim."""
     reason = "worker lost: the attempt was interrupted and its outcome is unknown"
     with transaction.atomic():
         # Conditional update, so a sweep racing a slow-but-alive worker's finish changes nothing twice.
         if not WebhookEvent.objects.filter(
             pk=event_id, state=EventState.SENDING, claimed_at__lt=timezone.now() - sending_stale_after()
-        ).update(state=EventState.FAILED, state_reason=reason, finished_at=timezone.now()):
+        ).update(
+            state=EventState.FAILED,
+            state_reason=reason,
+            finished_at=timezone.now(),
+            attempts=F("attempts") + 1,
+            last_attempt_at=F("claimed_at"),
+            status_code=None,
+            resend=False,
+        ):
             return 0
         event = WebhookEvent.objects.get(pk=event_id)
         logger.warning("webhook event %s (%s) failed: worker lost", event.id, event.event_type)
@@ -99,11 +108,10 @@ def _event_worker_lost(event_id: uuid.UUID) -> int:
                 error_message=reason,
                 payload=event.body,
                 delivered=False,
+                sequence=event.sequence,
                 attempted_at=event.claimed_at,
                 finished_at=timezone.now(),
             )
-        if event.target == "directory":
-            event.delete()  # recorded in the log (or, with logging off, nothing is kept)
     return 1
 
 
@@ -128,5 +136,7 @@ def deliveries_purge(*, now: datetime | None = None) -> PurgeResult:
 
 def directory_events_delete(*, directory_id: uuid.UUID) -> None:
     """Forget a directory's events for its own webhook, as the directory is deleted (its dsync.* events
-    for the global receiver stay: dsync.deleted is one of them)."""
+    for the global receiver stay: dsync.deleted is one of them). Its sequence counter row stays (a few
+    bytes): deleting it here, under the directory's row lock, could close a lock cycle with a write that
+    holds the counter and waits for that lock at commit (docs/events.md)."""
     WebhookEvent.objects.filter(directory_id=directory_id, target="directory").delete()

@@ -96,9 +96,19 @@ def test_user_patch_carries_the_earlier_values_beside_data(scim_hooked: Scim) ->
         "last_name": "Doe",
         "raw": {"name": {"givenName": "Jane", "familyName": "Doe"}, "title": "Engineer", "nickName": None},
     }
-    # The payload keeps its fields in the contract's order, with previous_attributes after data.
-    keys = list(payload)
-    assert keys.index("previous_attributes") == keys.index("data") + 1
+    # The body sent keeps the contract's order: "sequence" after "created_at", previous_attributes last.
+    assert list(payload) == [
+        "id",
+        "event",
+        "created_at",
+        "sequence",
+        "directory_id",
+        "tenant",
+        "product",
+        "data",
+        "previous_attributes",
+    ]
+    assert payload["sequence"] == 2  # the user's creation was 1
 
 
 def test_user_deactivation_and_email_change(scim_hooked: Scim) -> None:

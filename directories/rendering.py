@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.utils import timezone
 
@@ -119,6 +120,41 @@ def group_data(group: DirectoryGroup) -> dict[str, Any]:
         "created_at": iso_utc(group.created_at),
         "updated_at": iso_utc(group.updated_at),
     }
+
+
+# The top-level fields of a User or a Group whose earlier value `user.updated` and `group.updated` carry
+# in `previous_attributes` (contract §5.1); `raw` is compared key by key, `updated_at` and `meta` never.
+PREVIOUS_FIELDS = ("first_name", "last_name", "email", "active", "name", "custom_attributes", "roles")
+_RAW_SKIPPED = frozenset({"meta"})
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: Python's == alone takes true for 1 and 1 for 1.0."""
+    if a != b:
+        return False
+    return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
+
+
+def previous_attributes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What changed between two renderings of one User or Group (`user_data` or `group_data`, before and
+    after a write): the earlier value of each field of PREVIOUS_FIELDS that changed and, under `raw`,
+    the earlier value of each top-level key of `raw` that was added (null), removed or changed. Empty
+    when nothing a reader sees changed."""
+    previous = {
+        field: before[field]
+        for field in PREVIOUS_FIELDS
+        if field in before and not _same(before[field], after.get(field))
+    }
+    old_raw, new_raw = before.get("raw") or {}, after.get("raw") or {}
+    raw = {
+        key: old_raw.get(key)
+        for key in [*old_raw, *(k for k in new_raw if k not in old_raw)]
+        if key not in _RAW_SKIPPED
+        and (key not in old_raw or key not in new_raw or not _same(old_raw[key], new_raw[key]))
+    }
+    if raw:
+        previous["raw"] = raw
+    return previous
 
 
 def group_with_members_data(group: DirectoryGroup, member_ids: Iterable[Any]) -> dict[str, Any]:

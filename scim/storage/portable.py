@@ -12,6 +12,7 @@ of the columns to write (None when nothing changed: no write, no event).
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,7 @@ from django.utils import timezone
 from core.rows import RowReader, RowWriter
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
-from directories.rendering import group_data, user_data
+from directories.rendering import group_data, previous_attributes, user_data
 from directories.selectors import directory_get, user_groups_attach
 from scim.filter_query import DocAll, DocAny, DocElement, DocNode, DocNot
 from scim.protocol.documents import MemberPlan
@@ -39,6 +40,7 @@ from scim.selectors import (
     user_docs,
 )
 from webhooks.services import events_record
+from webhooks.services.recording import EventSpec
 
 Events = list[dict[str, Any]]
 # change(user) → the columns to write, None when the document is unchanged.
@@ -224,6 +226,21 @@ def user_event(directory: Directory, user: DirectoryUser) -> dict[str, Any]:
     return user_data(user, directory=directory)
 
 
+def user_updated(directory: Directory, user: DirectoryUser, before: DirectoryUser) -> EventSpec:
+    """`user.updated` for `user` as changed, with its `previous_attributes` against `before`, a copy
+    taken before the change (`copy.copy`: the change sets new values, never edits the old ones). A
+    user write never changes the user's groups, so both renderings share them."""
+    data = user_event(directory, user)
+    before.member_of = user.member_of
+    return ("user.updated", data, previous_attributes(user_data(before, directory=directory), data))
+
+
+def group_updated(group: DirectoryGroup, before: DirectoryGroup) -> EventSpec:
+    """`group.updated` for `group` as changed, with its `previous_attributes` against `before` (as above)."""
+    data = group_data(group)
+    return ("group.updated", data, previous_attributes(group_data(before), data))
+
+
 def member_events(
     directory: Directory,
     group: DirectoryGroup,
@@ -392,11 +409,12 @@ class Store:
             if user is None:
                 raise not_found("User")
             require_version(if_match, user.updated_at)
+            before = copy.copy(user)
             names = change(user)
             if names is None:
                 return user, []
             _users.update(user, names)
-            return user, events_record(directory=directory, events=[("user.updated", user_event(directory, user))])
+            return user, events_record(directory=directory, events=[user_updated(directory, user, before)])
 
     def user_delete(
         self,
@@ -436,11 +454,12 @@ class Store:
             if group is None:
                 raise not_found("Group")
             require_version(if_match, group.updated_at)
+            before = copy.copy(group)
             names, plan = change(group)
-            recorded: list[tuple[str, Any]] = []
+            recorded: list[EventSpec] = []
             if names is not None:
                 _groups.update(group, names)
-                recorded.append(("group.updated", group_data(group)))
+                recorded.append(group_updated(group, before))
             members = self.members_apply(directory=directory, group=group, plan=plan)
             if members and names is None:
                 _groups.update(group, [])  # only updated_at (auto_now)

@@ -25,6 +25,7 @@ execution would. A None costs one wasted statement, only under contention on the
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import uuid
@@ -58,6 +59,7 @@ from scim.storage.portable import (
     member_events,
     require_users,
     user_event,
+    user_updated,
 )
 from webhooks.models import EventSequence, WebhookEvent
 from webhooks.services import PreparedEvents, events_prepare
@@ -161,13 +163,14 @@ def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Event
 
 
 def user_update_statement(
-    *, directory: Directory, user: DirectoryUser, names: list[str], read_at: Any
+    *, directory: Directory, user: DirectoryUser, names: list[str], read_at: Any, before: DirectoryUser
 ) -> Events | None:
     """UPDATE the columns `names` (new values already set on `user`) and record `user.updated`, if the
-    row still has the `updated_at` it was read with (`read_at`). None when it has not."""
+    row still has the `updated_at` it was read with (`read_at`). None when it has not. `before`: the
+    user as read, before the change (its `previous_attributes`)."""
     update, params = _users.update_sql(user, names, where=f"{_q('updated_at')} = %s")  # bumps updated_at
     params.append(read_at)
-    prepared = events_prepare(directory=directory, events=[("user.updated", user_event(directory, user))])
+    prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
     sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
     try:
         rows = statement_run(sql, params)
@@ -552,10 +555,11 @@ class PostgresStatements(PostgresStore):
             return super().user_update(directory=directory, user_id=user_id, change=change, if_match=if_match)
         user = self._user_unlocked(directory=directory, user_id=user_id, known=known)
         read_at = user.updated_at
+        before = copy.copy(user)
         names = change(user)
         if names is None:
             return user, []
-        events = user_update_statement(directory=directory, user=user, names=names, read_at=read_at)
+        events = user_update_statement(directory=directory, user=user, names=names, read_at=read_at, before=before)
         if events is not None:
             return user, events
         return super().user_update(directory=directory, user_id=user_id, change=change)

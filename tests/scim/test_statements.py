@@ -144,10 +144,13 @@ def test_a_user_write_reads_the_user_only_for_an_authenticated_request(
 def test_user_update_with_a_stale_read_writes_nothing(scim_hooked: Scim, kicks: list) -> None:
     _, created = scim_hooked.post("/Users", user_body("eve@x.io"))
     user = DirectoryUser.objects.get(pk=created["id"])
+    before = DirectoryUser.objects.get(pk=created["id"])
     stale = user.updated_at.replace(year=2000)
     user.first_name = "Changed"
     assert (
-        postgres.user_update_statement(directory=scim_hooked.directory, user=user, names=["first_name"], read_at=stale)
+        postgres.user_update_statement(
+            directory=scim_hooked.directory, user=user, names=["first_name"], read_at=stale, before=before
+        )
         is None
     )
     assert DirectoryUser.objects.get(pk=created["id"]).first_name == "Jane"

@@ -27,6 +27,11 @@ logger = logging.getLogger("roster.webhooks")
 _MICROSECOND = timedelta(microseconds=1)
 
 
+# An event to record: (event_type, data), or (event_type, data, previous_attributes) for `user.updated`
+# and `group.updated` (contract §5.1).
+EventSpec = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], dict[str, Any]]
+
+
 def event_payload(
     *,
     directory: Directory,
@@ -34,18 +39,23 @@ def event_payload(
     data: dict[str, Any],
     event_id: uuid.UUID | None = None,
     numbered: bool = False,
+    previous_attributes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The contract §5 payload. A directory's own event is `numbered`: its "sequence" is filled in as it
-    is recorded (PreparedEvents); dsync.* events have none."""
+    is recorded (PreparedEvents); dsync.* events have none. `previous_attributes` (user.updated and
+    group.updated, contract §5.1) goes after `data`, beside it."""
     head = {"id": str(event_id or uuid.uuid4()), "event": event_type, "created_at": iso_utc(datetime.now(UTC))}
     if numbered:
         head["sequence"] = None
-    return head | {
+    payload = head | {
         "directory_id": str(directory.id),
         "tenant": directory.tenant,
         "product": directory.product,
         "data": data,
     }
+    if previous_attributes is not None:
+        payload["previous_attributes"] = previous_attributes  # beside `data`, not inside it
+    return payload
 
 
 class _Kicks:
@@ -133,12 +143,17 @@ class PreparedEvents:
 
     __slots__ = ("directory_id", "parts", "payloads", "rows", "send")
 
-    def __init__(self, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> None:
+    def __init__(self, directory: Directory, events: list[EventSpec]) -> None:
         recorded = []
-        for event_type, data in events:
+        for event_type, data, *previous in events:
             event_id = uuid.uuid4()
             payload = event_payload(
-                directory=directory, event_type=event_type, data=data, event_id=event_id, numbered=True
+                directory=directory,
+                event_type=event_type,
+                data=data,
+                event_id=event_id,
+                numbered=True,
+                previous_attributes=previous[0] if previous else None,
             )
             recorded.append((event_id, event_type, payload))
         self.directory_id = directory.id
@@ -174,12 +189,12 @@ class PreparedEvents:
         return payloads
 
 
-def events_prepare(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> PreparedEvents:
+def events_prepare(*, directory: Directory, events: list[EventSpec]) -> PreparedEvents:
     return PreparedEvents(directory, events)
 
 
-def events_record(*, directory: Directory, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Record a batch of (event_type, data) for one directory; returns the contract §5 payloads.
+def events_record(*, directory: Directory, events: list[EventSpec]) -> list[dict[str, Any]]:
+    """Record a batch of events (EventSpec) for one directory; returns the contract §5 payloads.
 
     Must run inside the transaction that makes the change, as its last write: taking the numbers locks
     the directory's counter row until that transaction commits (docs/events.md). Delivery is asked for

@@ -56,8 +56,6 @@ class WebhookEvent(models.Model):
             models.Index(
                 fields=["directory_id", "target", "state", "sequence", "created_at", "id"], name="event_drain"
             ),
-            # The purge by age.
-            models.Index(fields=["created_at"], name="event_created"),
         ]
         constraints = [
             # Never reused, and the changes feed's index: a directory's events by number.

@@ -76,10 +76,6 @@ class Migration(migrations.Migration):
             model_name='webhookevent',
             index=models.Index(fields=['directory_id', 'target', 'state', 'sequence', 'created_at', 'id'], name='event_drain'),
         ),
-        migrations.AddIndex(
-            model_name='webhookevent',
-            index=models.Index(fields=['created_at'], name='event_created'),
-        ),
         migrations.AddConstraint(
             model_name='webhookevent',
             constraint=models.UniqueConstraint(condition=models.Q(('sequence__isnull', False)), fields=('directory_id', 'sequence'), name='event_directory_sequence'),

@@ -73,11 +73,14 @@ def _member_of(value: Any) -> list[tuple[uuid.UUID, str]]:
 
 
 # A user's groups read in the same statement as the user: SCIM's `groups` and the roles of its events.
+# Each group's name is a lookup by primary key, not a join: a JOIN made PostgreSQL hash the directory's
+# whole group table once per user read (bench/README.md, "Issue 19": about 0.1 ms per user).
 MEMBER_OF = Extra(
     "member_of",
-    '(SELECT CAST(COALESCE(json_agg(json_build_array(g."id", g."display_name") ORDER BY m."id"), \'[]\') AS text)'
-    f' FROM "{GroupMembership._meta.db_table}" m JOIN "{DirectoryGroup._meta.db_table}" g ON g."id" = m."group_id"'
-    ' WHERE m."user_id" = {table}."id")',
+    '(SELECT CAST(COALESCE(json_agg(json_build_array(m."group_id", '
+    f'(SELECT g."display_name" FROM "{DirectoryGroup._meta.db_table}" g WHERE g."id" = m."group_id")) '
+    "ORDER BY m.\"id\"), '[]') AS text)"
+    f' FROM "{GroupMembership._meta.db_table}" m WHERE m."user_id" = {{table}}."id")',
     _member_of,
 )
 _user_rows = RowReader(DirectoryUser)

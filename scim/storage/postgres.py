@@ -95,11 +95,17 @@ def _q(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-def _lost_race(exc: BaseException) -> bool:
-    """A statement that lost a race it cannot settle by itself, to be redone on the locked path: a foreign
-    key a concurrent delete broke (IntegrityError), or a deadlock PostgreSQL broke by cancelling this
-    statement (SQLSTATE 40P01; rare, since every statement takes the directory's counter last)."""
-    return isinstance(exc, IntegrityError) or getattr(exc.__cause__, "sqlstate", None) == "40P01"
+def _run_unless_lost(sql: str, params: list[Any]) -> list[tuple[Any, ...]] | None:
+    """`statement_run`, or None when the statement lost a race it cannot settle by itself, for the store
+    to redo the request on its locked path: a foreign key a concurrent delete broke (IntegrityError), or
+    a deadlock PostgreSQL broke by cancelling this statement (SQLSTATE 40P01; rare, since every statement
+    takes the directory's counter last, docs/events.md)."""
+    try:
+        return statement_run(sql, params)
+    except (IntegrityError, OperationalError) as exc:
+        if isinstance(exc, IntegrityError) or getattr(exc.__cause__, "sqlstate", None) == "40P01":
+            return None
+        raise
 
 
 def _numbered_events(prepared: PreparedEvents, *, keys: list[Any], when: str) -> tuple[str, list[Any]]:
@@ -175,13 +181,8 @@ def user_update_statement(
     params.append(read_at)
     prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
     sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
-    try:
-        rows = statement_run(sql, params)
-    except (IntegrityError, OperationalError) as exc:
-        if not _lost_race(exc):
-            raise
-        return None
-    if not rows:
+    rows = _run_unless_lost(sql, params)
+    if not rows:  # lost a race, or the row changed since it was read
         return None
     return prepared.written(rows[0][-1])
 
@@ -200,12 +201,7 @@ def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Event
     memberships = f", m AS (DELETE FROM {members} WHERE {_q('user_id')} IN (SELECT {_q('id')} FROM a))"
     prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
     sql, params = _with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
-    try:
-        deleted = statement_run(sql, params)
-    except (IntegrityError, OperationalError) as exc:
-        if not _lost_race(exc):
-            raise
-        return None
+    deleted = _run_unless_lost(sql, params)
     return prepared.written(deleted[0][-1]) if deleted else None
 
 
@@ -270,14 +266,9 @@ def members_add_statement(
     )
     sql += f", {events_sql} SELECT g.{_q('id')}, a.{_q('user_id')}, (SELECT last FROM q) FROM g LEFT JOIN a ON TRUE"
     params += events_params
-    try:
-        rows = statement_run(sql, params)
-    except (IntegrityError, OperationalError) as exc:
-        if not _lost_race(exc):
-            raise
-        return None
+    rows = _run_unless_lost(sql, params)
     if not rows:
-        return None  # the group changed or went away since it was read
+        return None  # lost a race, or the group changed or went away since it was read
     added = {row[1] for row in rows if row[1] is not None}
     if added:
         group.updated_at = now

@@ -11,7 +11,7 @@ from django.core.management import load_command_class
 from adminauth.models import AuditEntry
 from directories.models import Directory
 from directories.services import directory_create
-from tests.webhooks.resendrows import feed_events
+from tests.webhooks.feedrows import feed_events
 from webhooks.models import EventState, WebhookEvent
 
 pytestmark = pytest.mark.django_db

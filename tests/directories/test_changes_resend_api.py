@@ -15,7 +15,7 @@ from adminauth.models import AuditEntry
 from directories.models import Directory
 from directories.services import directory_create
 from tests.adminauth.conftest import ROOT, AdminSession, login
-from tests.webhooks.resendrows import feed_events
+from tests.webhooks.feedrows import feed_events
 from webhooks.models import EventState, WebhookEvent
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.test import Client
 from adminauth.models import AdminUser, AuditEntry
 from directories.models import Directory
 from directories.services import directory_create
-from tests.webhooks.resendrows import feed_events
+from tests.webhooks.feedrows import feed_events
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 
 pytestmark = pytest.mark.django_db

@@ -258,3 +258,38 @@ def celery_worker(broker_url: str) -> Iterator[Any]:
         app.amqp.TaskConsumer(conn).purge()
     with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=15, loglevel="WARNING") as worker:
         yield worker
+
+
+@contextlib.contextmanager
+def single_drain_thread_on_sqlite() -> Iterator[None]:
+    """On the shared-cache in-memory SQLite test database, concurrent writers fail rather than wait:
+    run the in-process drain pool with one thread there (PostgreSQL runs keep the real pool size)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from webhooks import dispatch
+
+    if connection.vendor != "sqlite":
+        yield
+        return
+    assert dispatch.drain(timeout=15)
+    previous = dispatch._executor
+    dispatch._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="roster-webhook-test")
+    try:
+        yield
+    finally:
+        dispatch.drain(timeout=15)
+        dispatch._executor.shutdown(wait=True)
+        dispatch._executor = previous
+
+
+@contextlib.contextmanager
+def running_worker() -> Iterator[None]:
+    """A real Celery worker (solo pool) in this process, for the tests that go through the broker."""
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery import app
+
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=15, loglevel="WARNING"):
+        yield

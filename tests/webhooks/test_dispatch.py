@@ -7,7 +7,6 @@ database connection, exactly as in production.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -19,7 +18,15 @@ import redis
 from django.test import Client
 
 from directories.models import Directory
-from tests.webhooks.conftest import Receiver, TaskCounter, closed_port, make_hooked_directory, use_broker
+from tests.webhooks.conftest import (
+    Receiver,
+    TaskCounter,
+    closed_port,
+    make_hooked_directory,
+    running_worker,
+    single_drain_thread_on_sqlite,
+    use_broker,
+)
 from webhooks import dispatch
 from webhooks.drainflag import DrainFlag
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
@@ -59,31 +66,7 @@ def _user(name: str) -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def one_pool_thread_on_sqlite() -> Iterator[None]:
-    """On the shared-cache in-memory SQLite test database, concurrent writers fail rather than wait;
-    run the in-process pool with one thread there (PostgreSQL runs use the real pool size)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connection
-
-    if connection.vendor != "sqlite":
-        yield
-        return
-    assert dispatch.drain(timeout=15)
-    previous = dispatch._executor
-    dispatch._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="roster-webhook-test")
-    yield
-    dispatch.drain(timeout=15)
-    dispatch._executor.shutdown(wait=True)
-    dispatch._executor = previous
-
-
-@contextlib.contextmanager
-def running_worker() -> Iterator[None]:
-    from celery.contrib.testing.worker import start_worker
-
-    from config.celery import app
-
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=15, loglevel="WARNING"):
+    with single_drain_thread_on_sqlite():
         yield
 
 

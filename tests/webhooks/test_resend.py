@@ -12,7 +12,7 @@ from core.errors import Conflict, NotFound, ValidationFailed
 from core.text import INT_MAX
 from directories.models import Directory
 from directories.services import directory_create
-from tests.webhooks.resendrows import feed_events
+from tests.webhooks.feedrows import feed_events
 from webhooks import dispatch
 from webhooks.models import EventState, WebhookEvent
 from webhooks.services import RESEND_MAX, changes_resend, changes_resend_input, resend_range_end

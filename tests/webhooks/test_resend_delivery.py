@@ -7,7 +7,6 @@ Real commits (transaction=True): the drains run on other threads with their own 
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,7 +17,14 @@ from django.test import Client
 from django.utils import timezone
 
 from directories.models import Directory
-from tests.webhooks.conftest import Receiver, closed_port, make_hooked_directory, use_broker
+from tests.webhooks.conftest import (
+    Receiver,
+    closed_port,
+    make_hooked_directory,
+    running_worker,
+    single_drain_thread_on_sqlite,
+    use_broker,
+)
 from webhooks import dispatch
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.services import changes_resend, events_sweep
@@ -31,31 +37,7 @@ SCIM_CT = "application/scim+json"
 
 @pytest.fixture(autouse=True)
 def one_pool_thread_on_sqlite() -> Iterator[None]:
-    """Shared-cache in-memory SQLite fails concurrent writers instead of making them wait: one drain
-    thread there (as tests/webhooks/test_dispatch.py does)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connection
-
-    if connection.vendor != "sqlite":
-        yield
-        return
-    assert dispatch.drain(timeout=15)
-    previous = dispatch._executor
-    dispatch._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="roster-webhook-test")
-    yield
-    dispatch.drain(timeout=15)
-    dispatch._executor.shutdown(wait=True)
-    dispatch._executor = previous
-
-
-@contextlib.contextmanager
-def running_worker() -> Iterator[None]:
-    from celery.contrib.testing.worker import start_worker
-
-    from config.celery import app
-
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=15, loglevel="WARNING"):
+    with single_drain_thread_on_sqlite():
         yield
 
 

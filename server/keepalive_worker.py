@@ -21,14 +21,21 @@ gunicorn's wake-up pipe. When a connection has a request, the worker reads it, r
 writes the response on that same thread, then leaves the connection in the selector for the next one.
 
 When to keep a connection: while the worker has room for it (`worker_connections`), always; a client
-then reuses its connection for as long as it likes (up to `keepalive` seconds idle). While a client
-waits in the listen queue (checked when the app is done, before the headers go out), the response
-says `Connection: close` and the worker takes the next client from the queue, as `sync` does. With
-one connection per worker that is the rule under load: 8 busy clients on 3 workers are served from
+then reuses its connection for as long as it likes (up to `keepalive` seconds idle), and a client that
+waits in the listen queue meanwhile is accepted on the worker's next turn. Only a full worker gives a
+connection up for a waiting client: its response says `Connection: close` (checked when the app is
+done, before the headers go out) and the worker takes the next client from the queue, as `sync` does.
+With one connection per worker that is the rule under load: 8 busy clients on 3 workers are served from
 one shared queue in arrival order, each request on a new connection. With 3 per worker (the default)
 the 8 clients all stay connected: faster, with longer write tails (bench/README.md, session 8). A
 client whose worker is busy with another kept client's request waits for it, even while another worker
 is idle, and a worker that is descheduled holds up every client it keeps.
+
+Why only a full worker: when every worker with room also closed a connection whenever a client waited,
+each close sent a client back to the listen queue, where the next worker to finish a request saw it
+waiting and closed another: under steady load from 8 clients every request came on a new connection
+(strace of a worker: one accept4, shutdown and close per request). Keeping them cut the web workers'
+CPU per request by about a sixth (bench/README.md, "Session 13").
 
 A worker holds at most `worker_connections` kept connections (default 3 in server/gunicorn.conf.py).
 When it is full and a client waits, it makes room: it closes a connection that has been idle for
@@ -300,8 +307,7 @@ class KeepAliveWorker(Worker):
                 self._make_room()
             # Watch the listener while there is room, and while full until a client is seen waiting
             # (then a response or an idle connection makes room; watching would only spin).
-            full = len(self.connections) >= self.max_connections
-            self._accept_enable(not full or not self.room_wanted)
+            self._accept_enable(not self._full() or not self.room_wanted)
             self._turn(0.0 if self.ready else self._wait_timeout())
             self._close_idle(time.monotonic() - self.cfg.keepalive)
             if self.ppid != os.getppid():
@@ -347,8 +353,11 @@ class KeepAliveWorker(Worker):
                 self.selector.unregister(listener)
         self.accepting = enabled
 
+    def _full(self) -> bool:
+        return len(self.connections) >= self.max_connections
+
     def _accept_or_make_room(self, listener: Any) -> None:
-        if len(self.connections) >= self.max_connections:
+        if self._full():
             self._make_room()
             return
         try:
@@ -377,7 +386,7 @@ class KeepAliveWorker(Worker):
         Until one is, `room_wanted` stays set: the loop comes back here every `IDLE_ENOUGH` seconds,
         and a response on a busy connection closes it anyway (`_client_waiting`).
         """
-        if len(self.connections) < self.max_connections or not any(map(_client_waiting, self.sockets)):
+        if not self._full() or not any(map(_client_waiting, self.sockets)):
             self.room_wanted = False  # room already, or another worker took the client
             return
         self.room_wanted = True
@@ -479,8 +488,8 @@ class KeepAliveWorker(Worker):
                 resp.force_close()
             respiter = self.wsgi(environ, resp.start_response)
             # Decided now, when the app is done and the headers are not out yet: stopping (a signal
-            # while the app ran), or a client waiting for a worker (module docstring).
-            if not self.alive or _client_waiting(connection.listener):
+            # while the app ran), or full while a client waits for a worker (module docstring).
+            if not self.alive or (self._full() and _client_waiting(connection.listener)):
                 resp.force_close()
             try:
                 if isinstance(respiter, environ["wsgi.file_wrapper"]):

@@ -20,7 +20,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer2,
 )
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -37,13 +37,11 @@ from core.apiinput import (
 from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
-from core.text import INT_MAX
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
 from directories.models import DirectoryType, HealthState
 from directories.services import GRACE_SECONDS_MAX
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
-from webhooks.services import RESEND_MAX
 
 TYPES = [choice.value for choice in DirectoryType]
 
@@ -321,53 +319,6 @@ class ScimRequestSerializer(serializers.Serializer):
 
 ScimRequestListEnvelope = envelope("ScimRequestListEnvelope", ScimRequestSerializer(many=True))
 
-
-# --- resending events of the changes feed (contract §5.1) -----------------------------------------------
-
-
-def _sequence_field(help_text: str) -> serializers.IntegerField:
-    return serializers.IntegerField(min_value=1, max_value=INT_MAX, help_text=help_text)
-
-
-# "from" is a Python keyword, so this shape is built rather than declared. No other field is accepted
-# (additionalProperties is false, see _tighten); to - from + 1 is at most RESEND_MAX.
-ResendRangeInput = type(
-    "ResendRangeInput",
-    (serializers.Serializer,),
-    {
-        "from": _sequence_field("The first sequence number to resend (inclusive)."),
-        "to": _sequence_field(f"The last one (inclusive): at least from, at most from + {RESEND_MAX - 1}."),
-    },
-)
-
-
-# Events by id; no other field is accepted (additionalProperties is false, see _tighten).
-class ResendIdsInput(serializers.Serializer):
-    event_ids = serializers.ListField(
-        child=serializers.UUIDField(),
-        min_length=1,
-        max_length=RESEND_MAX,
-        help_text="Ids of this directory's events (the id of the webhook payload); an unknown one is a 400.",
-    )
-
-
-RESEND_INPUT = PolymorphicProxySerializer(
-    component_name="ResendInput",
-    serializers=[ResendRangeInput, ResendIdsInput],
-    resource_type_field_name=None,
-    many=False,
-)
-
-
-class ResendResult(serializers.Serializer):
-    queued = serializers.IntegerField(
-        min_value=0,
-        max_value=RESEND_MAX,
-        help_text="Events put back in line for one more attempt (not those whose attempt is still pending).",
-    )
-
-
-ResendEnvelope = envelope("ResendEnvelope", ResendResult())
 
 # Query parameters, with the bounds core.apiinput enforces.
 _PAGE_NUMBER = {"type": "integer", "minimum": 0, "maximum": PAGE_NUMBER_MAX}

@@ -53,6 +53,7 @@ from directories.services import (
     scim_secret_rotation_input,
 )
 from restapi import openapi as doc
+from restapi import openapi_scim_activity as scim_doc
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
 
@@ -320,7 +321,7 @@ class ScimSecretApi(ApiView):
             "failed push; with 0 (the default) it stops at once, and so does any secret an earlier rotation kept."
         ),
         parameters=[doc.path_uuid("directory_id")],
-        request=doc.ScimSecretRotateInput,
+        request=scim_doc.ScimSecretRotateInput,
         responses={200: doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def post(self, request: Request, directory_id: str) -> Response:

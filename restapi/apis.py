@@ -54,6 +54,7 @@ from directories.services import (
 )
 from restapi import openapi as doc
 from restapi import openapi_scim_activity as scim_doc
+from restapi import openapi_users_groups as users_groups_doc
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
 
@@ -219,15 +220,8 @@ class UserListApi(ApiView):
         operation_id="users_list",
         summary="List the users of a tenant and product",
         description="Users of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[
-            doc.TENANT,
-            doc.PRODUCT,
-            doc.DIRECTORY_ID,
-            doc.PAGE_OFFSET,
-            doc.PAGE_LIMIT,
-            *doc.USER_FILTERS,
-        ],
-        responses={200: doc.UserListEnvelope, **doc.errors(404)},
+        parameters=[*users_groups_doc.LIST_PARAMETERS, *users_groups_doc.USER_FILTERS],
+        responses={200: users_groups_doc.UserListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
         tenant, product = tenant_product(request)
@@ -253,7 +247,7 @@ class UserDetailApi(ApiView):
         summary="Get a user of a tenant and product",
         description="A user of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: doc.UserEnvelope, **doc.errors(404)},
+        responses={200: users_groups_doc.UserEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, user_id: str) -> Response:
         tenant, product = tenant_product(request)
@@ -269,7 +263,7 @@ class UserGroupsApi(ApiView):
         summary="List the groups a user of a tenant and product is a member of (without members)",
         description="Oldest group first. A user of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
-        responses={200: doc.GroupListEnvelope, **doc.errors(404)},
+        responses={200: users_groups_doc.GroupListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, user_id: str) -> Response:
         tenant, product = tenant_product(request)
@@ -285,8 +279,8 @@ class GroupListApi(ApiView):
         operation_id="groups_list",
         summary="List the groups of a tenant and product (without members)",
         description="Groups of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT, doc.GROUP_NAME],
-        responses={200: doc.GroupListEnvelope, **doc.errors(404)},
+        parameters=[*users_groups_doc.LIST_PARAMETERS, users_groups_doc.GROUP_NAME],
+        responses={200: users_groups_doc.GroupListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
         return _tenant_list(request, tenant_groups_page, _groups_data, name=query_nonempty(request, "name"))
@@ -298,7 +292,7 @@ class GroupDetailApi(ApiView):
         summary="Get a group of a tenant and product, with its members",
         description="A group of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("group_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: doc.GroupEnvelope, **doc.errors(404)},
+        responses={200: users_groups_doc.GroupEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, group_id: str) -> Response:
         tenant, product = tenant_product(request)

@@ -192,41 +192,6 @@ class DirectoryPatchInput(serializers.Serializer):
     log_scim_requests = serializers.BooleanField(required=False, allow_null=True)
 
 
-class UserSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    first_name = serializers.CharField()
-    last_name = serializers.CharField()
-    email = serializers.CharField()
-    active = serializers.BooleanField()
-    raw = serializers.JSONField(help_text="The SCIM user as last received, without password.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    custom_attributes = serializers.DictField(
-        child=serializers.JSONField(allow_null=True),
-        help_text="One entry per name of the directory's attribute_map: the value at its path, null if none.",
-    )
-    roles = serializers.ListField(
-        child=serializers.CharField(), help_text="Sorted, distinct roles the role_map gives the user's groups."
-    )
-
-
-class GroupSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    name = serializers.CharField()
-    raw = serializers.JSONField(help_text="The SCIM group as last received.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class MemberSerializer(serializers.Serializer):
-    group_id = serializers.UUIDField()
-    user_id = serializers.UUIDField()
-
-
-class GroupDetailSerializer(GroupSerializer):
-    members = MemberSerializer(many=True)
-
-
 def envelope(name: str, data: serializers.Field) -> type[serializers.Serializer]:
     """A `{data, error: null}` success envelope around `data`, named for the schema."""
     return type(
@@ -239,10 +204,6 @@ def envelope(name: str, data: serializers.Field) -> type[serializers.Serializer]
 DirectoryEnvelope = envelope("DirectoryEnvelope", DirectorySerializer())
 DirectoryListEnvelope = envelope("DirectoryListEnvelope", DirectorySerializer(many=True))
 EmptyEnvelope = envelope("EmptyEnvelope", serializers.DictField(help_text="An empty object."))
-UserEnvelope = envelope("UserEnvelope", UserSerializer())
-UserListEnvelope = envelope("UserListEnvelope", UserSerializer(many=True))
-GroupEnvelope = envelope("GroupEnvelope", GroupDetailSerializer())
-GroupListEnvelope = envelope("GroupListEnvelope", GroupSerializer(many=True))
 
 
 # Query parameters, with the bounds core.apiinput enforces.
@@ -253,12 +214,6 @@ TENANT = OpenApiParameter(
 PRODUCT = OpenApiParameter(
     "product", {"type": "string", "minLength": 1}, required=True, description="Product of the directories."
 )
-DIRECTORY_ID = OpenApiParameter(
-    "directoryId",
-    OpenApiTypes.UUID,
-    required=False,
-    description="Only this directory (404 if it is not one of the tenant and product, or not an id).",
-)
 PAGE_OFFSET = OpenApiParameter("pageOffset", _PAGE_NUMBER, required=False, description="Rows to skip (default 0).")
 PAGE_LIMIT = OpenApiParameter(
     "pageLimit",
@@ -266,30 +221,6 @@ PAGE_LIMIT = OpenApiParameter(
     required=False,
     description=f"Rows to return (default {PAGE_LIMIT_DEFAULT}); more than {PAGE_LIMIT_MAX} is served as "
     f"{PAGE_LIMIT_MAX}.",
-)
-USER_FILTERS = [
-    OpenApiParameter("active", bool, required=False, description="Only active (true) or inactive (false) users."),
-    OpenApiParameter(
-        "email",
-        {"type": "string", "minLength": 1, "maxLength": 512},
-        required=False,
-        description="Only users with this email (exact, case-insensitive).",
-    ),
-    OpenApiParameter(
-        "group", OpenApiTypes.UUID, required=False, description="Only members of this group ([] if it matches none)."
-    ),
-    OpenApiParameter(
-        "updatedAfter",
-        OpenApiTypes.DATETIME,
-        required=False,
-        description="Only users updated strictly after this RFC 3339 date-time (with Z or an offset).",
-    ),
-]
-GROUP_NAME = OpenApiParameter(
-    "name",
-    {"type": "string", "minLength": 1, "maxLength": 512},
-    required=False,
-    description="Only the group of this displayName (exact, case-insensitive).",
 )
 
 

@@ -53,6 +53,7 @@ from directories.services import (
     scim_secret_rotation_input,
 )
 from restapi import openapi as doc
+from restapi import openapi_directories as directories_doc
 from restapi import openapi_scim_activity as scim_doc
 from restapi import openapi_users_groups as users_groups_doc
 from restapi.auth import ApiKeyAuthentication
@@ -126,7 +127,7 @@ class DirectoryListCreateApi(ApiView):
         summary="List the directories of a tenant and product",
         description="Oldest first. Both query parameters are required.",
         parameters=[doc.TENANT, doc.PRODUCT, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
-        responses={200: doc.DirectoryListEnvelope, **doc.errors()},
+        responses={200: directories_doc.DirectoryListEnvelope, **doc.errors()},
     )
     def get(self, request: Request) -> Response:
         tenant, product = tenant_product(request)
@@ -138,8 +139,8 @@ class DirectoryListCreateApi(ApiView):
         operation_id="directories_create",
         summary="Create a directory",
         description="Answers the directory with its SCIM endpoint and secret, to paste into the identity provider.",
-        request=doc.DirectoryCreateInput,
-        responses={201: doc.DirectoryEnvelope, **doc.errors(413)},
+        request=directories_doc.DirectoryCreateInput,
+        responses={201: directories_doc.DirectoryEnvelope, **doc.errors(413)},
     )
     def post(self, request: Request) -> Response:
         data = json_body(request)
@@ -154,7 +155,7 @@ class DirectoryDetailApi(ApiView):
         operation_id="directories_get",
         summary="Get a directory",
         parameters=[doc.path_uuid("directory_id")],
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404)},
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, directory_id: str) -> Response:
         return ok(directory_data(_directory_or_404(directory_id)))
@@ -164,8 +165,8 @@ class DirectoryDetailApi(ApiView):
         summary="Update a directory",
         description="Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook.",
         parameters=[doc.path_uuid("directory_id")],
-        request=doc.DirectoryPatchInput,
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404, 413)},
+        request=directories_doc.DirectoryPatchInput,
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def patch(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)
@@ -316,7 +317,7 @@ class ScimSecretApi(ApiView):
         ),
         parameters=[doc.path_uuid("directory_id")],
         request=scim_doc.ScimSecretRotateInput,
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404, 413)},
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def post(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)
@@ -334,7 +335,7 @@ class PreviousScimSecretApi(ApiView):
         summary="Stop the previous SCIM secret now",
         description="Ends the grace a rotation gave the previous secret; nothing to stop is not an error.",
         parameters=[doc.path_uuid("directory_id")],
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404)},
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404)},
     )
     def delete(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)

@@ -52,7 +52,7 @@ from directories.services import (
     directory_update,
     scim_secret_rotation_input,
 )
-from restapi import openapi as doc
+from restapi import openapi_common as doc
 from restapi import openapi_directories as directories_doc
 from restapi import openapi_scim_activity as scim_doc
 from restapi import openapi_users_groups as users_groups_doc

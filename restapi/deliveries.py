@@ -11,7 +11,7 @@ from core.apiinput import page_bounds, query_boolean, query_choice
 from core.envelope import ok
 from core.errors import NotFound, ValidationFailed
 from directories.selectors import directory_get
-from restapi import openapi as doc
+from restapi import openapi_common as doc
 from restapi import openapi_deliveries as deliveries_doc
 from restapi.apis import ApiView
 from webhooks.models import WebhookDelivery

@@ -1,10 +1,12 @@
-"""OpenAPI description of the REST API (served at /api/v1/schema by drf-spectacular).
+"""The OpenAPI document of the REST API (served at /api/v1/schema by drf-spectacular): the view that
+serves it, its API-key scheme, and the hooks that choose its routes and add what serializers cannot say.
 
-The serializers here only describe shapes for the schema; the views never run them, because
-hand-rolled parsing and rendering keep the hot paths fast and the services own validation. Keep them
-in step with directories.rendering, directories.services and core.apiinput: tests/contract runs
-schemathesis against the server with this document, so a bound stated here that the server does not
-enforce (or the other way round) fails the suite.
+Each topic's pieces are in an openapi_* module beside this one (openapi_common for the shared ones).
+Their serializers only describe shapes for the schema; the views never run them, because hand-rolled
+parsing and rendering keep the hot paths fast and the services own validation. Keep them in step with
+directories.rendering, directories.services and core.apiinput: tests/contract runs schemathesis
+against the server with this document, so a bound stated there that the server does not enforce (or
+the other way round) fails the suite.
 """
 
 from __future__ import annotations
@@ -19,24 +21,18 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer,
     OpenApiYamlRenderer2,
 )
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.apiinput import (
-    PAGE_LIMIT_DEFAULT,
-    PAGE_LIMIT_MAX,
-    PAGE_NUMBER_MAX,
-    query_check,
-)
+from core.apiinput import PAGE_NUMBER_MAX, query_check
 from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
 from restapi.auth import ApiKeyAuthentication
+from restapi.openapi_common import errors
 from restapi.renderers import OrjsonRenderer
 
 
@@ -50,77 +46,6 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API key from API_KEYS or `manage.py apikey create`.",
         }
-
-
-class ErrorSerializer(serializers.Serializer):
-    message = serializers.CharField()
-    code = serializers.IntegerField(help_text="The HTTP status.")
-
-
-class ErrorEnvelope(serializers.Serializer):
-    data = serializers.JSONField(allow_null=True, help_text="Always null on failure.")
-    error = ErrorSerializer()
-
-
-def envelope(name: str, data: serializers.Field) -> type[serializers.Serializer]:
-    """A `{data, error: null}` success envelope around `data`, named for the schema."""
-    return type(
-        name,
-        (serializers.Serializer,),
-        {"data": data, "error": serializers.JSONField(allow_null=True, help_text="Always null on success.")},
-    )
-
-
-EmptyEnvelope = envelope("EmptyEnvelope", serializers.DictField(help_text="An empty object."))
-
-
-# Query parameters, with the bounds core.apiinput enforces.
-_PAGE_NUMBER = {"type": "integer", "minimum": 0, "maximum": PAGE_NUMBER_MAX}
-TENANT = OpenApiParameter(
-    "tenant", {"type": "string", "minLength": 1}, required=True, description="Tenant of the directories."
-)
-PRODUCT = OpenApiParameter(
-    "product", {"type": "string", "minLength": 1}, required=True, description="Product of the directories."
-)
-PAGE_OFFSET = OpenApiParameter("pageOffset", _PAGE_NUMBER, required=False, description="Rows to skip (default 0).")
-PAGE_LIMIT = OpenApiParameter(
-    "pageLimit",
-    _PAGE_NUMBER,
-    required=False,
-    description=f"Rows to return (default {PAGE_LIMIT_DEFAULT}); more than {PAGE_LIMIT_MAX} is served as "
-    f"{PAGE_LIMIT_MAX}.",
-)
-
-
-def path_uuid(name: str) -> OpenApiParameter:
-    # The route takes any string so that a malformed id is an enveloped 404, but ids are UUIDs.
-    return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH)
-
-
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorEnvelope, description=description)
-
-
-# Every error a REST operation can answer, each in the envelope. 400 covers the query checks every
-# operation makes (a NUL or an unpaired surrogate in any query value); 406 an Accept header that rules
-# out application/json; 500 and 503 are documented because they are real answers (a bug, with a request
-# id to quote; the database unreachable, with Retry-After), not because a client should see them.
-ERRORS = {
-    400: _error("Invalid input; the message names the parameter or field"),
-    401: _error("Missing or invalid API key"),
-    404: _error("Not found (also another tenant's resource, and a malformed id)"),
-    409: _error("The request conflicts with the resource's state; the message says how"),
-    406: _error("The Accept header rules out application/json"),
-    410: _error("What was asked for is no longer kept"),
-    413: _error("The request body is larger than 1 MiB"),
-    500: _error("Unexpected error; the message carries the request id, also sent as X-Request-Id"),
-    503: _error("The database is unavailable; retry after Retry-After seconds"),
-}
-
-
-def errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error responses of an operation: 400, 401, 406, 500 and 503 always, plus `statuses`."""
-    return {status: ERRORS[status] for status in sorted({400, 401, 406, 500, 503, *statuses})}
 
 
 REST_PREFIXES = ("/api/v1/directory-sync", "/api/v1/dsync", "/api/v1/schema")
@@ -153,7 +78,7 @@ def _response_headers(status: str) -> dict[str, Any]:
 
 
 def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
-    """Postprocessing hook: what the serializers above cannot say.
+    """Postprocessing hook: what the serializers of the openapi_* modules cannot say.
 
     - /api/v1/dsync/... serves the same views as /api/v1/directory-sync/..., so their operations share
       extend_schema's operationId; the alias's get a `_dsync` suffix (drf-spectacular would otherwise
@@ -177,7 +102,7 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     return result
 
 
-# The bounds directories.mapping enforces on the two maps.
+# The bounds directories.mapping enforces on the two maps of DirectoryPatchInput (openapi_directories).
 MAP_SCHEMAS: dict[str, dict[str, Any]] = {
     "attribute_map": {
         "maxProperties": ATTRIBUTE_MAP_MAX,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from restapi.openapi import envelope
+from restapi.openapi_common import envelope
 
 FAILED = OpenApiParameter(
     "failed", bool, required=False, description="true: failed attempts only; false: delivered ones only."

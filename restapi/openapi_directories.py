@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from directories.models import DirectoryType, HealthState
-from restapi.openapi import envelope
+from restapi.openapi_common import envelope
 
 TYPES = [choice.value for choice in DirectoryType]
 

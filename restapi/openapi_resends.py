@@ -6,7 +6,7 @@ from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from core.text import INT_MAX
-from restapi.openapi import envelope
+from restapi.openapi_common import envelope
 from webhooks.services import RESEND_MAX
 
 

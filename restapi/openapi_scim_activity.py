@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from core.apiinput import HTTP_STATUS_MAX, HTTP_STATUS_MIN
 from directories.services import GRACE_SECONDS_MAX
-from restapi.openapi import envelope
+from restapi.openapi_common import envelope
 
 SCIM_FAILED = OpenApiParameter(
     "failed", bool, required=False, description="true: requests answered 4xx/5xx only; false: the others only."

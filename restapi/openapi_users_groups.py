@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from restapi.openapi import PAGE_LIMIT, PAGE_OFFSET, PRODUCT, TENANT, envelope
+from restapi.openapi_common import PAGE_LIMIT, PAGE_OFFSET, PRODUCT, TENANT, envelope
 
 DIRECTORY_ID = OpenApiParameter(
     "directoryId",

@@ -13,7 +13,7 @@ from core.envelope import ok
 from core.errors import NotFound
 from directories.models import ApiKey
 from directories.selectors import directory_get
-from restapi import openapi as doc
+from restapi import openapi_common as doc
 from restapi import openapi_resends as resends_doc
 from restapi.apis import ApiView
 from webhooks.services import RESEND_MAX, changes_resend_input

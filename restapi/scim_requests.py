@@ -12,7 +12,7 @@ from core.errors import NotFound
 from directories.activity.rendering import scim_log_entry_data
 from directories.activity.selectors import scim_log_list
 from directories.selectors import directory_get
-from restapi import openapi as doc
+from restapi import openapi_common as doc
 from restapi import openapi_scim_activity as scim_doc
 from restapi.apis import ApiView
 

@@ -5,7 +5,7 @@ field, before anything reaches the database: a NUL or an unpaired surrogate in a
 body string, or an integer outside 64 bits, would otherwise surface as a database or encoder error
 (a 500). Everything here is plain parsing, no DRF serializer: it runs on every request.
 
-The rules the OpenAPI document states (restapi/openapi.py) are the ones enforced here:
+The rules the OpenAPI document states (restapi/openapi.py and the openapi_* modules beside it) are enforced here:
 - `pageOffset` and `pageLimit` are decimal digits only (no sign, no spaces), at most 2**63 - 1, the
   64-bit range every Roster surface uses for integers. Larger values are a 400, never silently capped:
   a client asking for offset 10**30 has a bug worth seeing. Within the range, `pageLimit` above 1000

@@ -52,7 +52,10 @@ from directories.services import (
     directory_update,
     scim_secret_rotation_input,
 )
-from restapi import openapi as doc
+from restapi import openapi_common as doc
+from restapi import openapi_directories as directories_doc
+from restapi import openapi_scim_activity as scim_doc
+from restapi import openapi_users_groups as users_groups_doc
 from restapi.auth import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
 
@@ -124,7 +127,7 @@ class DirectoryListCreateApi(ApiView):
         summary="List the directories of a tenant and product",
         description="Oldest first. Both query parameters are required.",
         parameters=[doc.TENANT, doc.PRODUCT, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
-        responses={200: doc.DirectoryListEnvelope, **doc.errors()},
+        responses={200: directories_doc.DirectoryListEnvelope, **doc.errors()},
     )
     def get(self, request: Request) -> Response:
         tenant, product = tenant_product(request)
@@ -136,8 +139,8 @@ class DirectoryListCreateApi(ApiView):
         operation_id="directories_create",
         summary="Create a directory",
         description="Answers the directory with its SCIM endpoint and secret, to paste into the identity provider.",
-        request=doc.DirectoryCreateInput,
-        responses={201: doc.DirectoryEnvelope, **doc.errors(413)},
+        request=directories_doc.DirectoryCreateInput,
+        responses={201: directories_doc.DirectoryEnvelope, **doc.errors(413)},
     )
     def post(self, request: Request) -> Response:
         data = json_body(request)
@@ -152,7 +155,7 @@ class DirectoryDetailApi(ApiView):
         operation_id="directories_get",
         summary="Get a directory",
         parameters=[doc.path_uuid("directory_id")],
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404)},
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, directory_id: str) -> Response:
         return ok(directory_data(_directory_or_404(directory_id)))
@@ -162,8 +165,8 @@ class DirectoryDetailApi(ApiView):
         summary="Update a directory",
         description="Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook.",
         parameters=[doc.path_uuid("directory_id")],
-        request=doc.DirectoryPatchInput,
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404, 413)},
+        request=directories_doc.DirectoryPatchInput,
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def patch(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)
@@ -218,15 +221,8 @@ class UserListApi(ApiView):
         operation_id="users_list",
         summary="List the users of a tenant and product",
         description="Users of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[
-            doc.TENANT,
-            doc.PRODUCT,
-            doc.DIRECTORY_ID,
-            doc.PAGE_OFFSET,
-            doc.PAGE_LIMIT,
-            *doc.USER_FILTERS,
-        ],
-        responses={200: doc.UserListEnvelope, **doc.errors(404)},
+        parameters=[*users_groups_doc.LIST_PARAMETERS, *users_groups_doc.USER_FILTERS],
+        responses={200: users_groups_doc.UserListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
         tenant, product = tenant_product(request)
@@ -252,7 +248,7 @@ class UserDetailApi(ApiView):
         summary="Get a user of a tenant and product",
         description="A user of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: doc.UserEnvelope, **doc.errors(404)},
+        responses={200: users_groups_doc.UserEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, user_id: str) -> Response:
         tenant, product = tenant_product(request)
@@ -268,7 +264,7 @@ class UserGroupsApi(ApiView):
         summary="List the groups a user of a tenant and product is a member of (without members)",
         description="Oldest group first. A user of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
-        responses={200: doc.GroupListEnvelope, **doc.errors(404)},
+        responses={200: users_groups_doc.GroupListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, user_id: str) -> Response:
         tenant, product = tenant_product(request)
@@ -284,8 +280,8 @@ class GroupListApi(ApiView):
         operation_id="groups_list",
         summary="List the groups of a tenant and product (without members)",
         description="Groups of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[doc.TENANT, doc.PRODUCT, doc.DIRECTORY_ID, doc.PAGE_OFFSET, doc.PAGE_LIMIT, doc.GROUP_NAME],
-        responses={200: doc.GroupListEnvelope, **doc.errors(404)},
+        parameters=[*users_groups_doc.LIST_PARAMETERS, users_groups_doc.GROUP_NAME],
+        responses={200: users_groups_doc.GroupListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request) -> Response:
         return _tenant_list(request, tenant_groups_page, _groups_data, name=query_nonempty(request, "name"))
@@ -297,7 +293,7 @@ class GroupDetailApi(ApiView):
         summary="Get a group of a tenant and product, with its members",
         description="A group of another tenant or product is a 404, like a missing one.",
         parameters=[doc.path_uuid("group_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: doc.GroupEnvelope, **doc.errors(404)},
+        responses={200: users_groups_doc.GroupEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, group_id: str) -> Response:
         tenant, product = tenant_product(request)
@@ -320,8 +316,8 @@ class ScimSecretApi(ApiView):
             "failed push; with 0 (the default) it stops at once, and so does any secret an earlier rotation kept."
         ),
         parameters=[doc.path_uuid("directory_id")],
-        request=doc.ScimSecretRotateInput,
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404, 413)},
+        request=scim_doc.ScimSecretRotateInput,
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def post(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)
@@ -339,7 +335,7 @@ class PreviousScimSecretApi(ApiView):
         summary="Stop the previous SCIM secret now",
         description="Ends the grace a rotation gave the previous secret; nothing to stop is not an error.",
         parameters=[doc.path_uuid("directory_id")],
-        responses={200: doc.DirectoryEnvelope, **doc.errors(404)},
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404)},
     )
     def delete(self, request: Request, directory_id: str) -> Response:
         directory = _directory_or_404(directory_id)

@@ -10,7 +10,7 @@ from core.apiinput import position_bounds
 from core.envelope import ok
 from core.errors import NotFound
 from directories.selectors import directory_get
-from restapi import openapi as doc
+from restapi import openapi_common as doc
 from restapi import openapi_feed as feed_doc
 from restapi.apis import ApiView
 from webhooks.feed import FEED_LIMIT_DEFAULT, FEED_LIMIT_MAX, feed_read

@@ -11,7 +11,8 @@ from core.apiinput import page_bounds, query_boolean, query_choice
 from core.envelope import ok
 from core.errors import NotFound, ValidationFailed
 from directories.selectors import directory_get
-from restapi import openapi as doc
+from restapi import openapi_common as doc
+from restapi import openapi_deliveries as deliveries_doc
 from restapi.apis import ApiView
 from webhooks.models import WebhookDelivery
 from webhooks.rendering import delivery_data
@@ -38,8 +39,14 @@ class DirectoryEventsApi(ApiView):
         operation_id="directory_events_list",
         summary="The webhook delivery log of a directory",
         description="Delivery attempts, oldest first; recorded only while the directory's log_webhook_events is on.",
-        parameters=[doc.path_uuid("directory_id"), doc.PAGE_OFFSET, doc.PAGE_LIMIT, doc.FAILED, doc.STATUS],
-        responses={200: doc.DeliveryListEnvelope, **doc.errors(404)},
+        parameters=[
+            doc.path_uuid("directory_id"),
+            doc.PAGE_OFFSET,
+            doc.PAGE_LIMIT,
+            deliveries_doc.FAILED,
+            deliveries_doc.STATUS,
+        ],
+        responses={200: deliveries_doc.DeliveryListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, directory_id: str) -> Response:
         directory = directory_get(directory_id=directory_id)

@@ -1,10 +1,12 @@
-"""OpenAPI description of the REST API (served at /api/v1/schema by drf-spectacular).
+"""The OpenAPI document of the REST API (served at /api/v1/schema by drf-spectacular): the view that
+serves it, its API-key scheme, and the hooks that choose its routes and add what serializers cannot say.
 
-The serializers here only describe shapes for the schema; the views never run them, because
-hand-rolled parsing and rendering keep the hot paths fast and the services own validation. Keep them
-in step with directories.rendering, directories.services and core.apiinput: tests/contract runs
-schemathesis against the server with this document, so a bound stated here that the server does not
-enforce (or the other way round) fails the suite.
+Each topic's pieces are in an openapi_* module beside this one (openapi_common for the shared ones).
+Their serializers only describe shapes for the schema; the views never run them, because hand-rolled
+parsing and rendering keep the hot paths fast and the services own validation. Keep them in step with
+directories.rendering, directories.services and core.apiinput: tests/contract runs schemathesis
+against the server with this document, so a bound stated there that the server does not enforce (or
+the other way round) fails the suite.
 """
 
 from __future__ import annotations
@@ -19,33 +21,19 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer,
     OpenApiYamlRenderer2,
 )
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.apiinput import (
-    HTTP_STATUS_MAX,
-    HTTP_STATUS_MIN,
-    PAGE_LIMIT_DEFAULT,
-    PAGE_LIMIT_MAX,
-    PAGE_NUMBER_MAX,
-    query_check,
-)
+from core.apiinput import PAGE_NUMBER_MAX, query_check
 from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
-from core.text import INT_MAX
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
-from directories.models import DirectoryType, HealthState
-from directories.services import GRACE_SECONDS_MAX
 from restapi.auth import ApiKeyAuthentication
+from restapi.openapi_common import errors
 from restapi.renderers import OrjsonRenderer
-from webhooks.services import RESEND_MAX
-
-TYPES = [choice.value for choice in DirectoryType]
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -58,414 +46,6 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API key from API_KEYS or `manage.py apikey create`.",
         }
-
-
-class ErrorSerializer(serializers.Serializer):
-    message = serializers.CharField()
-    code = serializers.IntegerField(help_text="The HTTP status.")
-
-
-class ErrorEnvelope(serializers.Serializer):
-    data = serializers.JSONField(allow_null=True, help_text="Always null on failure.")
-    error = ErrorSerializer()
-
-
-class ScimInfo(serializers.Serializer):
-    path = serializers.CharField()
-    secret = serializers.CharField(help_text="Bearer token the identity provider sends.")
-    endpoint = serializers.CharField(help_text="EXTERNAL_URL + path (+ ?aadOptscim062020 for azure-scim-v2).")
-    previous_secret_expires_at = serializers.DateTimeField(
-        allow_null=True, help_text="Until when the secret before the last rotation still works (null: it does not)."
-    )
-    last_used_at = serializers.DateTimeField(
-        allow_null=True, help_text="The current secret's last use by a SCIM request (may lag up to a minute)."
-    )
-    previous_secret_last_used_at = serializers.DateTimeField(
-        allow_null=True, help_text="The previous secret's last use while a rotation kept it working."
-    )
-
-
-HEALTH_STATES = [choice.value for choice in HealthState]
-
-
-class HealthSerializer(serializers.Serializer):
-    state = serializers.ChoiceField(
-        choices=HEALTH_STATES,
-        help_text="First match wins: deactivated; invalid_credentials (a 401 and no authenticated request "
-        "since); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); "
-        "healthy; never_connected.",
-    )
-    last_request_at = serializers.DateTimeField(allow_null=True)
-    last_success_at = serializers.DateTimeField(allow_null=True)
-    last_error_at = serializers.DateTimeField(allow_null=True)
-    requests_24h = serializers.IntegerField(min_value=0, help_text="Requests naming the directory, 401s included.")
-    errors_24h = serializers.IntegerField(min_value=0, help_text="Of which answered 4xx or 5xx.")
-    auth_failures_24h = serializers.IntegerField(min_value=0, help_text="Of which answered 401.")
-
-
-class WebhookInfo(serializers.Serializer):
-    endpoint = serializers.CharField(allow_null=True)
-    secret = serializers.CharField(allow_null=True)
-
-
-class EventsSummary(serializers.Serializer):
-    last_sequence = serializers.IntegerField(
-        min_value=0, help_text="The sequence of the directory's last event (0 before the first one)."
-    )
-    oldest_sequence = serializers.IntegerField(
-        min_value=1,
-        allow_null=True,
-        help_text="The smallest sequence still kept in the changes feed (null when none is kept).",
-    )
-
-
-class DirectorySerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    name = serializers.CharField()
-    tenant = serializers.CharField()
-    product = serializers.CharField()
-    type = serializers.ChoiceField(choices=TYPES)
-    log_webhook_events = serializers.BooleanField()
-    deactivated = serializers.BooleanField()
-    scim = ScimInfo()
-    webhook = WebhookInfo()
-    created_at = serializers.DateTimeField()
-    # mapped attributes and roles (contract §3)
-    attribute_map = serializers.DictField(
-        child=serializers.CharField(), help_text="{name: SCIM attribute path}: each User's custom_attributes."
-    )
-    role_map = serializers.DictField(
-        child=serializers.CharField(), help_text="{group displayName or id: role}: each User's roles."
-    )
-    log_scim_requests = serializers.BooleanField(help_text="Successful SCIM requests are logged too.")
-    health = HealthSerializer()
-    events = EventsSummary(help_text="Where the directory's changes feed stands (GET .../changes).")
-
-
-def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
-    # Optional fields take null and "" as "not given" (the services read them alike), so the document
-    # says nullable; lengths are counted before surrounding spaces are trimmed.
-    return serializers.CharField(
-        required=False, allow_null=True, allow_blank=True, max_length=max_length, help_text=help_text
-    )
-
-
-def _tenant_field() -> serializers.CharField:
-    return serializers.CharField(min_length=1, max_length=200, help_text="Required; no ':' or control characters.")
-
-
-class DirectoryCreateInput(serializers.Serializer):
-    tenant = _tenant_field()
-    product = _tenant_field()
-    name = _optional_text(200, "Defaults (when absent, null or empty) to one built from tenant and product.")
-    type = serializers.ChoiceField(
-        choices=TYPES,
-        required=False,
-        allow_null=True,
-        allow_blank=True,
-        help_text="generic-scim-v2 when absent, null or empty.",
-    )
-    webhook_url = _optional_text(2048, "An http or https URL on a public address; absent, null or empty: no webhook.")
-    webhook_secret = _optional_text(512, "Needs webhook_url; generated if omitted.")
-    log_webhook_events = serializers.BooleanField(required=False, allow_null=True, default=False)
-    log_scim_requests = serializers.BooleanField(required=False, allow_null=True, default=False)
-
-
-def _map_input(help_text: str) -> serializers.DictField:
-    return serializers.DictField(
-        child=serializers.CharField(),
-        required=False,
-        allow_null=True,
-        help_text=f"Replaces the whole map; null or {{}} clears it. {help_text}",
-    )
-
-
-class DirectoryPatchInput(serializers.Serializer):
-    """Any of these fields; any other field is a 400 (additionalProperties is false, see _tighten)."""
-
-    name = serializers.CharField(required=False, min_length=1, max_length=200)
-    webhook_url = _optional_text(2048, "Empty or null removes the webhook.")
-    webhook_secret = _optional_text(512, "Needs a webhook_url.")
-    log_webhook_events = serializers.BooleanField(required=False, allow_null=True)
-    deactivated = serializers.BooleanField(required=False, allow_null=True)
-    # mapped attributes and roles: bounds and key patterns are set by _tighten (see MAP_SCHEMAS)
-    attribute_map = _map_input(
-        'Values are SCIM attribute paths (`[URN:]attr[.sub]`, or `attr[sub eq "x"].sub`); names are '
-        "identifiers that are not User fields."
-    )
-    role_map = _map_input("Keys name a group by displayName (case-insensitive) or id.")
-    log_scim_requests = serializers.BooleanField(required=False, allow_null=True)
-
-
-class UserSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    first_name = serializers.CharField()
-    last_name = serializers.CharField()
-    email = serializers.CharField()
-    active = serializers.BooleanField()
-    raw = serializers.JSONField(help_text="The SCIM user as last received, without password.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    custom_attributes = serializers.DictField(
-        child=serializers.JSONField(allow_null=True),
-        help_text="One entry per name of the directory's attribute_map: the value at its path, null if none.",
-    )
-    roles = serializers.ListField(
-        child=serializers.CharField(), help_text="Sorted, distinct roles the role_map gives the user's groups."
-    )
-
-
-class GroupSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    name = serializers.CharField()
-    raw = serializers.JSONField(help_text="The SCIM group as last received.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class MemberSerializer(serializers.Serializer):
-    group_id = serializers.UUIDField()
-    user_id = serializers.UUIDField()
-
-
-class GroupDetailSerializer(GroupSerializer):
-    members = MemberSerializer(many=True)
-
-
-# "class" is a Python keyword, so this shape is built rather than declared.
-DeliveryErrorSerializer = type(
-    "DeliveryErrorSerializer",
-    (serializers.Serializer,),
-    {
-        "class": serializers.CharField(help_text="What went wrong, e.g. HTTPStatus, Timeout."),
-        "message": serializers.CharField(),
-    },
-)
-
-
-class DeliverySerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    event_id = serializers.UUIDField()
-    event = serializers.CharField(help_text="The event type, e.g. user.created.")
-    directory_id = serializers.UUIDField()
-    endpoint = serializers.CharField()
-    delivered = serializers.BooleanField()
-    status = serializers.ChoiceField(choices=["delivered", "failed"])
-    status_code = serializers.IntegerField(allow_null=True, help_text="The receiver's HTTP status, if it answered.")
-    latency_ms = serializers.IntegerField(allow_null=True)
-    error = DeliveryErrorSerializer(allow_null=True)
-    response_excerpt = serializers.CharField()
-    payload = serializers.JSONField(help_text="The body that was sent (JSON; a string if it was not JSON).")
-    created_at = serializers.DateTimeField()
-    attempted_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
-
-
-def envelope(name: str, data: serializers.Field) -> type[serializers.Serializer]:
-    """A `{data, error: null}` success envelope around `data`, named for the schema."""
-    return type(
-        name,
-        (serializers.Serializer,),
-        {"data": data, "error": serializers.JSONField(allow_null=True, help_text="Always null on success.")},
-    )
-
-
-DirectoryEnvelope = envelope("DirectoryEnvelope", DirectorySerializer())
-DirectoryListEnvelope = envelope("DirectoryListEnvelope", DirectorySerializer(many=True))
-EmptyEnvelope = envelope("EmptyEnvelope", serializers.DictField(help_text="An empty object."))
-UserEnvelope = envelope("UserEnvelope", UserSerializer())
-UserListEnvelope = envelope("UserListEnvelope", UserSerializer(many=True))
-GroupEnvelope = envelope("GroupEnvelope", GroupDetailSerializer())
-GroupListEnvelope = envelope("GroupListEnvelope", GroupSerializer(many=True))
-
-DeliveryListEnvelope = envelope("DeliveryListEnvelope", DeliverySerializer(many=True))
-
-
-# --- SCIM activity (contract §4.1) ---------------------------------------------------------------------
-
-
-class ScimSecretRotateInput(serializers.Serializer):
-    """The optional body of a rotation; any other field is a 400 (additionalProperties is false, see _tighten)."""
-
-    grace_seconds = serializers.IntegerField(
-        required=False,
-        min_value=0,
-        max_value=GRACE_SECONDS_MAX,
-        help_text="Seconds the previous secret keeps working (default 0: it stops at once). An integer: "
-        "not a string, a float or a boolean.",
-    )
-
-
-class ScimRequestSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    directory_id = serializers.UUIDField()
-    at = serializers.DateTimeField(help_text="When the request arrived.")
-    method = serializers.CharField()
-    path = serializers.CharField(help_text="Relative to the directory's SCIM base, e.g. /Users/<id>.")
-    query = serializers.CharField(allow_blank=True, help_text="The query string, decoded.")
-    status = serializers.IntegerField(help_text="The HTTP status of the answer.")
-    failed = serializers.BooleanField(help_text="status is 400 or more.")
-    scim_type = serializers.CharField(allow_null=True, help_text="The scimType of an error answer.")
-    detail = serializers.CharField(allow_null=True, help_text="The detail of an error answer.")
-    latency_ms = serializers.IntegerField(min_value=0)
-    request_id = serializers.CharField(help_text="Also the answer's X-Request-Id header.")
-    client_ip = serializers.CharField(allow_null=True)
-    user_agent = serializers.CharField(allow_blank=True)
-    request_body = serializers.CharField(
-        allow_blank=True, help_text="The first 16 KiB, as text, password values replaced by ***."
-    )
-    request_truncated = serializers.BooleanField()
-    response_body = serializers.CharField(allow_blank=True, help_text="The first 4 KiB, as text.")
-    response_truncated = serializers.BooleanField()
-
-
-ScimRequestListEnvelope = envelope("ScimRequestListEnvelope", ScimRequestSerializer(many=True))
-
-
-# --- resending events of the changes feed (contract §5.1) -----------------------------------------------
-
-
-def _sequence_field(help_text: str) -> serializers.IntegerField:
-    return serializers.IntegerField(min_value=1, max_value=INT_MAX, help_text=help_text)
-
-
-# "from" is a Python keyword, so this shape is built rather than declared. No other field is accepted
-# (additionalProperties is false, see _tighten); to - from + 1 is at most RESEND_MAX.
-ResendRangeInput = type(
-    "ResendRangeInput",
-    (serializers.Serializer,),
-    {
-        "from": _sequence_field("The first sequence number to resend (inclusive)."),
-        "to": _sequence_field(f"The last one (inclusive): at least from, at most from + {RESEND_MAX - 1}."),
-    },
-)
-
-
-# Events by id; no other field is accepted (additionalProperties is false, see _tighten).
-class ResendIdsInput(serializers.Serializer):
-    event_ids = serializers.ListField(
-        child=serializers.UUIDField(),
-        min_length=1,
-        max_length=RESEND_MAX,
-        help_text="Ids of this directory's events (the id of the webhook payload); an unknown one is a 400.",
-    )
-
-
-RESEND_INPUT = PolymorphicProxySerializer(
-    component_name="ResendInput",
-    serializers=[ResendRangeInput, ResendIdsInput],
-    resource_type_field_name=None,
-    many=False,
-)
-
-
-class ResendResult(serializers.Serializer):
-    queued = serializers.IntegerField(
-        min_value=0,
-        max_value=RESEND_MAX,
-        help_text="Events put back in line for one more attempt (not those whose attempt is still pending).",
-    )
-
-
-ResendEnvelope = envelope("ResendEnvelope", ResendResult())
-
-# Query parameters, with the bounds core.apiinput enforces.
-_PAGE_NUMBER = {"type": "integer", "minimum": 0, "maximum": PAGE_NUMBER_MAX}
-TENANT = OpenApiParameter(
-    "tenant", {"type": "string", "minLength": 1}, required=True, description="Tenant of the directories."
-)
-PRODUCT = OpenApiParameter(
-    "product", {"type": "string", "minLength": 1}, required=True, description="Product of the directories."
-)
-DIRECTORY_ID = OpenApiParameter(
-    "directoryId",
-    OpenApiTypes.UUID,
-    required=False,
-    description="Only this directory (404 if it is not one of the tenant and product, or not an id).",
-)
-PAGE_OFFSET = OpenApiParameter("pageOffset", _PAGE_NUMBER, required=False, description="Rows to skip (default 0).")
-PAGE_LIMIT = OpenApiParameter(
-    "pageLimit",
-    _PAGE_NUMBER,
-    required=False,
-    description=f"Rows to return (default {PAGE_LIMIT_DEFAULT}); more than {PAGE_LIMIT_MAX} is served as "
-    f"{PAGE_LIMIT_MAX}.",
-)
-USER_FILTERS = [
-    OpenApiParameter("active", bool, required=False, description="Only active (true) or inactive (false) users."),
-    OpenApiParameter(
-        "email",
-        {"type": "string", "minLength": 1, "maxLength": 512},
-        required=False,
-        description="Only users with this email (exact, case-insensitive).",
-    ),
-    OpenApiParameter(
-        "group", OpenApiTypes.UUID, required=False, description="Only members of this group ([] if it matches none)."
-    ),
-    OpenApiParameter(
-        "updatedAfter",
-        OpenApiTypes.DATETIME,
-        required=False,
-        description="Only users updated strictly after this RFC 3339 date-time (with Z or an offset).",
-    ),
-]
-GROUP_NAME = OpenApiParameter(
-    "name",
-    {"type": "string", "minLength": 1, "maxLength": 512},
-    required=False,
-    description="Only the group of this displayName (exact, case-insensitive).",
-)
-FAILED = OpenApiParameter(
-    "failed", bool, required=False, description="true: failed attempts only; false: delivered ones only."
-)
-STATUS = OpenApiParameter(
-    "status",
-    {"type": "string", "enum": ["delivered", "failed"]},
-    required=False,
-    description="Same filter as failed, by name; both given must agree.",
-)
-
-
-SCIM_FAILED = OpenApiParameter(
-    "failed", bool, required=False, description="true: requests answered 4xx/5xx only; false: the others only."
-)
-HTTP_STATUS = OpenApiParameter(
-    "status",
-    {"type": "integer", "minimum": HTTP_STATUS_MIN, "maximum": HTTP_STATUS_MAX},
-    required=False,
-    description="Only requests answered with this HTTP status (with failed, those matching both).",
-)
-
-
-def path_uuid(name: str) -> OpenApiParameter:
-    # The route takes any string so that a malformed id is an enveloped 404, but ids are UUIDs.
-    return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH)
-
-
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorEnvelope, description=description)
-
-
-# Every error a REST operation can answer, each in the envelope. 400 covers the query checks every
-# operation makes (a NUL or an unpaired surrogate in any query value); 406 an Accept header that rules
-# out application/json; 500 and 503 are documented because they are real answers (a bug, with a request
-# id to quote; the database unreachable, with Retry-After), not because a client should see them.
-ERRORS = {
-    400: _error("Invalid input; the message names the parameter or field"),
-    401: _error("Missing or invalid API key"),
-    404: _error("Not found (also another tenant's resource, and a malformed id)"),
-    409: _error("The request conflicts with the resource's state; the message says how"),
-    406: _error("The Accept header rules out application/json"),
-    410: _error("What was asked for is no longer kept"),
-    413: _error("The request body is larger than 1 MiB"),
-    500: _error("Unexpected error; the message carries the request id, also sent as X-Request-Id"),
-    503: _error("The database is unavailable; retry after Retry-After seconds"),
-}
-
-
-def errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error responses of an operation: 400, 401, 406, 500 and 503 always, plus `statuses`."""
-    return {status: ERRORS[status] for status in sorted({400, 401, 406, 500, 503, *statuses})}
 
 
 REST_PREFIXES = ("/api/v1/directory-sync", "/api/v1/dsync", "/api/v1/schema")
@@ -498,7 +78,7 @@ def _response_headers(status: str) -> dict[str, Any]:
 
 
 def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
-    """Postprocessing hook: what the serializers above cannot say.
+    """Postprocessing hook: what the serializers of the openapi_* modules cannot say.
 
     - /api/v1/dsync/... serves the same views as /api/v1/directory-sync/..., so their operations share
       extend_schema's operationId; the alias's get a `_dsync` suffix (drf-spectacular would otherwise
@@ -522,7 +102,7 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     return result
 
 
-# The bounds directories.mapping enforces on the two maps.
+# The bounds directories.mapping enforces on the two maps of DirectoryPatchInput (openapi_directories).
 MAP_SCHEMAS: dict[str, dict[str, Any]] = {
     "attribute_map": {
         "maxProperties": ATTRIBUTE_MAP_MAX,

@@ -1,4 +1,4 @@
-"""OpenAPI description of the changes feed (contract §5.1), beside restapi.openapi, which it builds on.
+"""OpenAPI description of the changes feed (contract §5.1): its query parameters, an event and the list of them.
 
 Like the rest of the document, these serializers only describe shapes; the feed item is the stored
 webhook payload (webhooks.rendering.change_data) and the bounds are core.apiinput.position_bounds's.
@@ -10,7 +10,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from core.apiinput import PAGE_NUMBER_MAX
-from restapi.openapi import EventsSummary
+from restapi.openapi_directories import EventsSummary
 from webhooks.feed import FEED_LIMIT_DEFAULT, FEED_LIMIT_MAX
 from webhooks.models import EventState
 

@@ -13,9 +13,10 @@ from core.envelope import ok
 from core.errors import NotFound
 from directories.models import ApiKey
 from directories.selectors import directory_get
-from restapi import openapi as doc
+from restapi import openapi_common as doc
+from restapi import openapi_resends as resends_doc
 from restapi.apis import ApiView
-from webhooks.services import changes_resend_input
+from webhooks.services import RESEND_MAX, changes_resend_input
 
 
 def _actor(request: Request) -> tuple[str, str]:
@@ -33,15 +34,15 @@ class ChangesResendApi(ApiView):
         description=(
             "One more attempt of each chosen event, in sequence order, to the directory's current webhook "
             "endpoint: the same id, sequence and body, signed with a fresh timestamp. Either a range of "
-            f"sequence numbers, both ends inclusive, at most {doc.RESEND_MAX} of them (numbers purged or not "
+            f"sequence numbers, both ends inclusive, at most {RESEND_MAX} of them (numbers purged or not "
             "given yet are skipped), or event ids of this directory (an unknown one is a 400 and nothing is "
             "queued). Events whose attempt is still pending or under way are left as they are and not "
             "counted in queued. Nothing is ever resent automatically. 409 when the directory is "
             "deactivated or has no webhook_url."
         ),
         parameters=[doc.path_uuid("directory_id")],
-        request=doc.RESEND_INPUT,
-        responses={202: doc.ResendEnvelope, **doc.errors(404, 409, 413)},
+        request=resends_doc.RESEND_INPUT,
+        responses={202: resends_doc.ResendEnvelope, **doc.errors(404, 409, 413)},
     )
     def post(self, request: Request, directory_id: str) -> Response:
         directory = directory_get(directory_id=directory_id)

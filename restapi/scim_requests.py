@@ -12,7 +12,8 @@ from core.errors import NotFound
 from directories.activity.rendering import scim_log_entry_data
 from directories.activity.selectors import scim_log_list
 from directories.selectors import directory_get
-from restapi import openapi as doc
+from restapi import openapi_common as doc
+from restapi import openapi_scim_activity as scim_doc
 from restapi.apis import ApiView
 
 
@@ -26,8 +27,14 @@ class DirectoryScimRequestsApi(ApiView):
             "days. Bodies are capped (16 KiB asked, 4 KiB answered) with password values replaced by ***; no "
             "header is kept but the user agent."
         ),
-        parameters=[doc.path_uuid("directory_id"), doc.PAGE_OFFSET, doc.PAGE_LIMIT, doc.SCIM_FAILED, doc.HTTP_STATUS],
-        responses={200: doc.ScimRequestListEnvelope, **doc.errors(404)},
+        parameters=[
+            doc.path_uuid("directory_id"),
+            doc.PAGE_OFFSET,
+            doc.PAGE_LIMIT,
+            scim_doc.SCIM_FAILED,
+            scim_doc.HTTP_STATUS,
+        ],
+        responses={200: scim_doc.ScimRequestListEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, directory_id: str) -> Response:
         directory = directory_get(directory_id=directory_id)

@@ -1,0 +1,141 @@
+"""OpenAPI description of directories: the directory and its parts, the create and update bodies, the envelopes."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from directories.models import DirectoryType, HealthState
+from restapi.openapi_common import envelope
+
+TYPES = [choice.value for choice in DirectoryType]
+
+
+class ScimInfo(serializers.Serializer):
+    path = serializers.CharField()
+    secret = serializers.CharField(help_text="Bearer token the identity provider sends.")
+    endpoint = serializers.CharField(help_text="EXTERNAL_URL + path (+ ?aadOptscim062020 for azure-scim-v2).")
+    previous_secret_expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="Until when the secret before the last rotation still works (null: it does not)."
+    )
+    last_used_at = serializers.DateTimeField(
+        allow_null=True, help_text="The current secret's last use by a SCIM request (may lag up to a minute)."
+    )
+    previous_secret_last_used_at = serializers.DateTimeField(
+        allow_null=True, help_text="The previous secret's last use while a rotation kept it working."
+    )
+
+
+HEALTH_STATES = [choice.value for choice in HealthState]
+
+
+class HealthSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(
+        choices=HEALTH_STATES,
+        help_text="First match wins: deactivated; invalid_credentials (a 401 and no authenticated request "
+        "since); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); "
+        "healthy; never_connected.",
+    )
+    last_request_at = serializers.DateTimeField(allow_null=True)
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    last_error_at = serializers.DateTimeField(allow_null=True)
+    requests_24h = serializers.IntegerField(min_value=0, help_text="Requests naming the directory, 401s included.")
+    errors_24h = serializers.IntegerField(min_value=0, help_text="Of which answered 4xx or 5xx.")
+    auth_failures_24h = serializers.IntegerField(min_value=0, help_text="Of which answered 401.")
+
+
+class WebhookInfo(serializers.Serializer):
+    endpoint = serializers.CharField(allow_null=True)
+    secret = serializers.CharField(allow_null=True)
+
+
+class EventsSummary(serializers.Serializer):
+    last_sequence = serializers.IntegerField(
+        min_value=0, help_text="The sequence of the directory's last event (0 before the first one)."
+    )
+    oldest_sequence = serializers.IntegerField(
+        min_value=1,
+        allow_null=True,
+        help_text="The smallest sequence still kept in the changes feed (null when none is kept).",
+    )
+
+
+class DirectorySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    tenant = serializers.CharField()
+    product = serializers.CharField()
+    type = serializers.ChoiceField(choices=TYPES)
+    log_webhook_events = serializers.BooleanField()
+    deactivated = serializers.BooleanField()
+    scim = ScimInfo()
+    webhook = WebhookInfo()
+    created_at = serializers.DateTimeField()
+    # mapped attributes and roles (contract §3)
+    attribute_map = serializers.DictField(
+        child=serializers.CharField(), help_text="{name: SCIM attribute path}: each User's custom_attributes."
+    )
+    role_map = serializers.DictField(
+        child=serializers.CharField(), help_text="{group displayName or id: role}: each User's roles."
+    )
+    log_scim_requests = serializers.BooleanField(help_text="Successful SCIM requests are logged too.")
+    health = HealthSerializer()
+    events = EventsSummary(help_text="Where the directory's changes feed stands (GET .../changes).")
+
+
+def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
+    # Optional fields take null and "" as "not given" (the services read them alike), so the document
+    # says nullable; lengths are counted before surrounding spaces are trimmed.
+    return serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=max_length, help_text=help_text
+    )
+
+
+def _tenant_field() -> serializers.CharField:
+    return serializers.CharField(min_length=1, max_length=200, help_text="Required; no ':' or control characters.")
+
+
+class DirectoryCreateInput(serializers.Serializer):
+    tenant = _tenant_field()
+    product = _tenant_field()
+    name = _optional_text(200, "Defaults (when absent, null or empty) to one built from tenant and product.")
+    type = serializers.ChoiceField(
+        choices=TYPES,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="generic-scim-v2 when absent, null or empty.",
+    )
+    webhook_url = _optional_text(2048, "An http or https URL on a public address; absent, null or empty: no webhook.")
+    webhook_secret = _optional_text(512, "Needs webhook_url; generated if omitted.")
+    log_webhook_events = serializers.BooleanField(required=False, allow_null=True, default=False)
+    log_scim_requests = serializers.BooleanField(required=False, allow_null=True, default=False)
+
+
+def _map_input(help_text: str) -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        allow_null=True,
+        help_text=f"Replaces the whole map; null or {{}} clears it. {help_text}",
+    )
+
+
+class DirectoryPatchInput(serializers.Serializer):
+    """Any of these fields; any other field is a 400 (additionalProperties is false, see _tighten)."""
+
+    name = serializers.CharField(required=False, min_length=1, max_length=200)
+    webhook_url = _optional_text(2048, "Empty or null removes the webhook.")
+    webhook_secret = _optional_text(512, "Needs a webhook_url.")
+    log_webhook_events = serializers.BooleanField(required=False, allow_null=True)
+    deactivated = serializers.BooleanField(required=False, allow_null=True)
+    # mapped attributes and roles: bounds and key patterns are set by restapi.openapi._tighten (MAP_SCHEMAS)
+    attribute_map = _map_input(
+        'Values are SCIM attribute paths (`[URN:]attr[.sub]`, or `attr[sub eq "x"].sub`); names are '
+        "identifiers that are not User fields."
+    )
+    role_map = _map_input("Keys name a group by displayName (case-insensitive) or id.")
+    log_scim_requests = serializers.BooleanField(required=False, allow_null=True)
+
+
+DirectoryEnvelope = envelope("DirectoryEnvelope", DirectorySerializer())
+DirectoryListEnvelope = envelope("DirectoryListEnvelope", DirectorySerializer(many=True))

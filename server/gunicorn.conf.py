@@ -32,15 +32,18 @@ def _int(name: str, default: int) -> int:
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "server.keepalive_worker.KeepAliveWorker")
 threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
 # Connections a worker keeps open at once (this worker; for gthread, raise it: its default is 1000).
-# 3 per worker keeps 8-9 busy clients connected on 3 workers; with 1, a worker keeps a connection only
-# while no other client waits, and under load every request reconnects. 3 is faster, with longer write
-# tails (bench/README.md, session 8). The price of keeping more clients than one: a client whose
-# worker is busy with another client's request waits for it, even when another worker is idle, and a
-# descheduled worker holds up every client it keeps.
-worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 3)
-# cores + 1: one worker can run while another waits on PostgreSQL. More workers on 2 cores only add
-# memory and context switches; fewer leaves a core idle during database round trips.
-workers = _int("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1)
+# 4 per worker keeps 8 busy clients connected on 2 workers; with 1, a worker keeps a connection only
+# while no other client waits, and under load every request reconnects. Kept connections are faster,
+# with longer write tails (bench/README.md, session 8). The price of keeping more clients than one: a
+# client whose worker is busy with another client's request waits for it, even when another worker is
+# idle, and a descheduled worker holds up every client it keeps.
+worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 4)
+# One worker per core. The cores are shared with PostgreSQL's backends and the Celery worker, which run
+# while a web worker waits on a database round trip, so a spare worker (cores + 1, the earlier default)
+# only added context switches and memory: with 2 workers x 4 connections instead of 3 x 3, the benchmark
+# did 17% more requests per second at 22% less web CPU per request and 20 MB less (bench/README.md,
+# "Session 13"). With PostgreSQL on another host, try GUNICORN_WORKERS = cores + 1.
+workers = _int("GUNICORN_WORKERS", max(2, multiprocessing.cpu_count()))
 
 bind = os.environ.get("GUNICORN_BIND") or f"0.0.0.0:{_int('PORT', 8000)}"
 

@@ -25,8 +25,8 @@ then reuses its connection for as long as it likes (up to `keepalive` seconds id
 waits in the listen queue meanwhile is accepted on the worker's next turn. Only a full worker gives a
 connection up for a waiting client: its response says `Connection: close` (checked when the app is
 done, before the headers go out) and the worker takes the next client from the queue, as `sync` does.
-With one connection per worker that is the rule under load: 8 busy clients on 3 workers are served from
-one shared queue in arrival order, each request on a new connection. With 3 per worker (the default)
+With one connection per worker that is the rule under load: 8 busy clients on 2 workers are served from
+one shared queue in arrival order, each request on a new connection. With 4 per worker (the default)
 the 8 clients all stay connected: faster, with longer write tails (bench/README.md, session 8). A
 client whose worker is busy with another kept client's request waits for it, even while another worker
 is idle, and a worker that is descheduled holds up every client it keeps.
@@ -37,7 +37,7 @@ waiting and closed another: under steady load from 8 clients every request came 
 (strace of a worker: one accept4, shutdown and close per request). Keeping them cut the web workers'
 CPU per request by about a sixth (bench/README.md, "Session 13").
 
-A worker holds at most `worker_connections` kept connections (default 3 in server/gunicorn.conf.py).
+A worker holds at most `worker_connections` kept connections (default 4 in server/gunicorn.conf.py).
 When it is full and a client waits, it makes room: it closes a connection that has been idle for
 `IDLE_ENOUGH` seconds, or else the next response on a busy one says `Connection: close`. A kept
 connection that stays idle is closed after `keepalive` seconds.

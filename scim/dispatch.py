@@ -270,12 +270,14 @@ class _Handler:
 
     # groups
 
-    def _groups_render(self, groups: list[Any], projection: Projection) -> list[dict[str, Any]]:
-        members = (
-            scim_group_members(directory=self.directory, group_ids=[g.id for g in groups])
-            if projection.wants("members")
-            else None
-        )
+    def _groups_render(
+        self, groups: list[Any], projection: Projection, *, members: dict[Any, list[dict[str, Any]]] | None = None
+    ) -> list[dict[str, Any]]:
+        """`members`: the groups' member items when the caller knows them (else read, when wanted)."""
+        if not projection.wants("members"):
+            members = None
+        elif members is None:
+            members = scim_group_members(directory=self.directory, group_ids=[g.id for g in groups])
         return [projection.apply(group_resource(g, members[g.id] if members is not None else None)) for g in groups]
 
     def groups_list(self) -> tuple[int, Any]:
@@ -403,7 +405,9 @@ def _route(
                 user, events = services.scim_user_create(directory=directory, body=body)
                 return 201, _projection(query).apply(user_resource(user)), events, version_of(user.updated_at)
             group, events = services.scim_group_create(directory=directory, body=body)
-            data = handler._groups_render([group], _projection(query))[0]
+            # A group created without members has none to read back (its creation recorded no user_added).
+            known = None if any(e["event"] == "group.user_added" for e in events) else {group.id: []}
+            data = handler._groups_render([group], _projection(query), members=known)[0]
             return 201, data, events, version_of(group.updated_at)
         raise ScimError(405, f"{method} is not allowed on /{'Users' if users else 'Groups'}.")
     if method == "GET":

@@ -65,6 +65,7 @@ from webhooks.models import EventSequence, WebhookEvent
 from webhooks.services import PreparedEvents, events_prepare
 
 _users = RowWriter(DirectoryUser)
+_groups = RowWriter(DirectoryGroup)
 _directories = RowReader(Directory)
 
 
@@ -166,6 +167,16 @@ def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Event
     prepared = events_prepare(directory=directory, events=[("user.created", user_event(directory, user))])
     # The events depend on the INSERT's row, so the counter is taken only once the row is in (its unique
     # key checked): a writer never holds the counter while it waits for another's row.
+    sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
+    rows = statement_run(sql, params)
+    return prepared.written(rows[0][-1])
+
+
+def group_insert_statement(*, directory: Directory, group: DirectoryGroup) -> Events:
+    """INSERT a group without members and its `group.created` event, as `user_insert_statement` does for
+    a user. A duplicate displayName raises IntegrityError."""
+    insert, params = _groups.insert_sql(group)  # sets created_at / updated_at on `group` first
+    prepared = events_prepare(directory=directory, events=[("group.created", group_data(group))])
     sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
     rows = statement_run(sql, params)
     return prepared.written(rows[0][-1])
@@ -524,6 +535,13 @@ class PostgresStatements(PostgresStore):
 
     def user_insert(self, *, directory: Directory, user: DirectoryUser) -> Events:
         return user_insert_statement(directory=directory, user=user)
+
+    def group_insert(self, *, directory: Directory, group: DirectoryGroup, plan: MemberPlan) -> Events:
+        """A group created without members (how Okta and Entra create one; members follow in PATCHes):
+        one statement. With members, the locked path (their users are checked and locked first)."""
+        if plan.empty:
+            return group_insert_statement(directory=directory, group=group)
+        return super().group_insert(directory=directory, group=group, plan=plan)
 
     def _user_unlocked(self, *, directory: Directory, user_id: Any, known: list[DirectoryUser] | None) -> DirectoryUser:
         """The user read without a lock: `known` when it came with the authentication, else read now."""

@@ -99,6 +99,30 @@ def test_user_create_without_webhook_records_a_numbered_feed_event_and_sends_not
     assert (event.state, event.sequence, orjson.loads(event.body)["sequence"]) == ("dropped", 1, 1)
 
 
+def test_group_create_without_members_is_authentication_plus_one_statement(scim_hooked: Scim, kicks: list) -> None:
+    scim_hooked.post("/Users", user_body("first@x.io"))  # the directory's event number 1
+    (status, body), queries = _count(lambda: scim_hooked.post("/Groups", group_body("Admins", members=[])))
+    assert status == 201
+    assert queries == 2  # the directory lookup, then the group and its event in one statement
+    group = DirectoryGroup.objects.get(pk=body["id"])
+    assert (group.display_name, group.display_name_key) == ("Admins", "admins")
+    assert body["meta"]["created"].startswith(group.created_at.isoformat()[:19])
+    events = WebhookEvent.objects.filter(directory_id=scim_hooked.directory.id).order_by("sequence")
+    assert [(e.event_type, e.sequence) for e in events] == [("user.created", 1), ("group.created", 2)]
+    assert orjson.loads(events[1].body)["data"]["id"] == body["id"]
+    status, body = scim_hooked.post("/Groups", group_body("ADMINS"))
+    assert status == 409 and body["scimType"] == "uniqueness"
+    assert DirectoryGroup.objects.filter(directory=scim_hooked.directory).count() == 1
+    assert EventSequence.objects.get(directory_id=scim_hooked.directory.id).last == 2  # the failed one took no number
+
+
+def test_group_create_with_members_takes_the_locked_path(scim_hooked: Scim, kicks: list) -> None:
+    _, user = scim_hooked.post("/Users", user_body("member@x.io"))
+    status, body = scim_hooked.post("/Groups", group_body("Staff", members=[user["id"]]))
+    assert status == 201 and [m["value"] for m in body["members"]] == [user["id"]]
+    assert [t for t, _ in _events(scim_hooked.directory)] == ["user.created", "group.created", "group.user_added"]
+
+
 def test_user_patch_is_read_plus_one_conditional_statement(scim_hooked: Scim, kicks: list) -> None:
     _, created = scim_hooked.post("/Users", user_body("dee@x.io"))
     before = DirectoryUser.objects.get(pk=created["id"]).updated_at

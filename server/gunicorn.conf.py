@@ -42,7 +42,8 @@ worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 4)
 # while a web worker waits on a database round trip, so a spare worker (cores + 1, the earlier default)
 # only added context switches and memory: with 2 workers x 4 connections instead of 3 x 3, the benchmark
 # did 17% more requests per second at 22% less web CPU per request and 20 MB less (bench/README.md,
-# "Session 13"). With PostgreSQL on another host, try GUNICORN_WORKERS = cores + 1.
+# "Session 13"). With PostgreSQL on another host, or cores shared with other busy processes (each
+# process gets its share of the CPU: 3 workers kept more than 2 there), try GUNICORN_WORKERS = cores + 1.
 workers = _int("GUNICORN_WORKERS", max(2, multiprocessing.cpu_count()))
 
 bind = os.environ.get("GUNICORN_BIND") or f"0.0.0.0:{_int('PORT', 8000)}"

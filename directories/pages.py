@@ -30,7 +30,7 @@ from typing import Any
 
 from django.db import connection
 
-from core.rows import RowReader
+from core.rows import RowReader, rows_cursor
 from directories.models import DirectoryUser, UserTally
 
 MARK_EVERY = 1000
@@ -137,7 +137,7 @@ class UsersPage:
 
 
 def _read(page: UsersPage, directory_id: uuid.UUID, reader: RowReader[Any]) -> None:
-    with connection.cursor() as cursor:
+    with rows_cursor() as cursor:
         cursor.execute(page.sql(reader), page.params(directory_id))
         page.take(cursor.fetchall(), reader)
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
-from core.rows import RowReader
+from core.rows import RowReader, rows_cursor
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
 from directories.selectors import directory_groups, directory_users, page_rows
@@ -219,7 +219,7 @@ def scim_group_with_users(*, directory: Directory, group_id: Any, user_ids: list
         f'WHERE {groups}."directory_id" = %s AND {groups}."id" = %s'
     )
     params = [*(_users.param("id", u) for u in user_ids), _groups.param("id", directory.id), _groups.param("id", pk)]
-    with connection.cursor() as cursor:
+    with rows_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not rows or rows[0][0] is None:

@@ -37,7 +37,7 @@ from django.db.models import Expression
 from django.db.models.functions import Collate
 from django.utils import timezone
 
-from core.rows import Extra, RowReader, RowWriter, statement_run
+from core.rows import Extra, RowReader, RowWriter, rows_cursor, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage, directory_users_page, directory_users_total
 from directories.rendering import group_data, user_data
@@ -310,7 +310,7 @@ def _directory_with(pk: uuid.UUID, read: FirstRead) -> Directory | None:
         # (RowReader joins quoted "table"."column" names with ", ", which no quoted name here contains.)
         columns = ", ".join(f"CASE WHEN {first} THEN {column} END" for column in columns.split(", "))
     sql = f'SELECT {columns}, t.* FROM {table} LEFT JOIN LATERAL ({inner}) AS t ON TRUE WHERE {table}."id" = %s{order}'
-    with connection.cursor() as cursor:
+    with rows_cursor() as cursor:
         cursor.execute(sql, [*params, pk])
         rows = cursor.fetchall()
     if not rows:

@@ -79,3 +79,35 @@ def test_reader_lock_clause_only_where_the_database_has_row_locks() -> None:
 
     sql = users.sql('{table}."id" = %s', lock="no_key_update")
     assert sql.endswith(" FOR NO KEY UPDATE") == connection.features.has_select_for_update
+
+
+def test_rows_cursor_reads_the_same_instants_as_the_orm_and_leaves_the_connection_alone() -> None:
+    """On PostgreSQL, rows_cursor parses timestamptz with psycopg's compiled loader: the values must be
+    the ORM's, in UTC, and a cursor Django opens afterwards must still carry Django's own loader."""
+    from django.db import connection
+
+    from core import rows
+    from core.timefmt import iso_utc
+
+    directory = directory_create(data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
+    user = _user(directory, "times@example.com")
+    writer.insert(user)
+    sql = users.sql('{table}."directory_id" = %s AND {table}."id" = %s')
+    fast = users.first(sql, [users.param("id", directory.id), users.param("id", user.id)])
+    slow = DirectoryUser.objects.get(pk=user.pk)
+    for name in ("created_at", "updated_at"):
+        assert getattr(fast, name) == getattr(slow, name)
+        assert getattr(fast, name).utcoffset().total_seconds() == 0
+        assert iso_utc(getattr(fast, name)) == iso_utc(getattr(slow, name))
+    if connection.vendor != "postgresql":
+        return
+    import psycopg
+
+    with rows.rows_cursor() as cursor:
+        loader = cursor.adapters.get_loader(psycopg.adapters.types["timestamptz"].oid, psycopg.pq.Format.TEXT)
+        assert loader is (rows._TIMESTAMPTZ_LOADER or loader)
+        if psycopg.pq.__impl__ != "python":
+            assert loader.__module__ != "django.db.backends.postgresql.psycopg_any"
+    with connection.cursor() as cursor:  # Django's own cursor: its check of the connection's loader holds
+        cursor.execute("SELECT now()")
+        assert cursor.fetchone()[0].utcoffset().total_seconds() == 0

@@ -53,14 +53,15 @@ _TIMESTAMPTZ_LOADER = _native_timestamptz_loader()
 def rows_cursor(alias: str = "default") -> Iterator[Any]:
     """A cursor of connection `alias` that parses `timestamptz` columns with psycopg's compiled loader.
 
-    Django registers its own loader for them on every PostgreSQL connection: a Python subclass of
-    psycopg's Python loader that sets the connection's time zone (UTC) on each value, and about 3.4
-    microseconds a value slower than the compiled one (two per user row: a page of 100 users spends
-    0.7 ms parsing its times, bench/README.md "Session 14"). The compiled loader gives the same
+    Why: Django registers its own loader for them on every PostgreSQL connection, a Python subclass of
+    psycopg's Python loader that sets the connection's time zone (UTC) on each value. A user row has
+    two such values, so a page of 100 users parsed its times in Python 200 times; the measured gain
+    (a list page's CPU) is in bench/README.md, "Session 14". The compiled loader gives the same
     instant with the session's time zone, which Django sets to UTC when it opens the connection, and
-    every surface formats times through core.timefmt, which converts to UTC anyway. Registering on
-    the cursor (1.6 microseconds) leaves the connection's adapters, which Django checks, as they are.
-    On SQLite, or without compiled psycopg, it is a plain cursor.
+    every surface formats times through core.timefmt, which converts to UTC anyway. The loader is
+    registered on the cursor, not the connection: Django checks the connection's loader when it opens
+    a cursor. Delete when Django's loader is compiled or no longer registered. On SQLite, or without
+    compiled psycopg, this is a plain cursor.
     """
     connection = connections[alias]
     with connection.cursor() as opened:

@@ -40,8 +40,7 @@ threads = _int("GUNICORN_THREADS", 1)  # only used by gthread
 worker_connections = _int("GUNICORN_WORKER_CONNECTIONS", 4)
 # One worker per core. The cores are shared with PostgreSQL's backends and the Celery worker, which run
 # while a web worker waits on a database round trip, so a spare worker (cores + 1, the earlier default)
-# only added context switches and memory: with 2 workers x 4 connections instead of 3 x 3, the benchmark
-# did 17% more requests per second at 22% less web CPU per request and 20 MB less (bench/README.md,
+# only added context switches and memory (2 workers x 4 connections against 3 x 3: bench/README.md,
 # "Session 13"). With PostgreSQL on another host, or cores shared with other busy processes (each
 # process gets its share of the CPU: 3 workers kept more than 2 there), try GUNICORN_WORKERS = cores + 1.
 workers = _int("GUNICORN_WORKERS", max(2, multiprocessing.cpu_count()))

@@ -9,7 +9,7 @@ PostgreSQL and SQLite."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-# (model, field, table, column, index name, related model)
+# (model, field, table, column, index name, related model, related_name)
 DROPPED = [
     ("directorygroup", "directory", "directories_directorygroup", "directory_id",
      "directories_directorygroup_directory_id_a8a40a7c", "directories.directory", "groups"),

@@ -151,6 +151,8 @@ class DirectoryListCreateApi(ApiView):
 
 
 class DirectoryDetailApi(ApiView):
+    """One directory, by id: read it, change its settings, or delete it with everything it holds."""
+
     @extend_schema(
         operation_id="directories_get",
         summary="Get a directory",

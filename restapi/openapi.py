@@ -139,7 +139,7 @@ class RestSchemaView(EnvelopeOnly, SpectacularAPIView):
         "DESCRIPTION": (
             "Directory sync: directories, users and groups pushed by identity providers over SCIM. "
             "Every path under /api/v1/directory-sync is also served under /api/v1/dsync (operationIds "
-            "with a _dsync suffix). Every response is "
+            "with the suffix `_dsync`). Every response is "
             '{"data": ..., "error": null} or {"data": null, "error": {"message": ..., "code": <status>}}, '
             "with an X-Request-Id header (the client's own when it sends a sane one). A method a path does "
             "not list answers 405 with an Allow header; an unknown path 404; both enveloped. Integers in "

@@ -120,8 +120,9 @@ def _map_input(help_text: str) -> serializers.DictField:
     )
 
 
+# additionalProperties is set to false by restapi.openapi._tighten; this docstring is the public description.
 class DirectoryPatchInput(serializers.Serializer):
-    """Any of these fields; any other field is a 400 (additionalProperties is false, see _tighten)."""
+    """Any of these fields; any other field is a 400."""
 
     name = serializers.CharField(required=False, min_length=1, max_length=200)
     webhook_url = _optional_text(2048, "Empty or null removes the webhook.")

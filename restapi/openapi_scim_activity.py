@@ -20,8 +20,9 @@ HTTP_STATUS = OpenApiParameter(
 )
 
 
+# additionalProperties is set to false by restapi.openapi._tighten; this docstring is the public description.
 class ScimSecretRotateInput(serializers.Serializer):
-    """The optional body of a rotation; any other field is a 400 (additionalProperties is false, see _tighten)."""
+    """The optional body of a rotation; any other field is a 400."""
 
     grace_seconds = serializers.IntegerField(
         required=False,

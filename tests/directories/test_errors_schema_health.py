@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.db import OperationalError
@@ -136,6 +137,52 @@ def test_schema_describes_the_rest_api(api_client: Client) -> None:
     assert attribute_map["maxProperties"] == 100 and attribute_map["propertyNames"]["maxLength"] == 64
     assert doc["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
     assert not any(p.startswith(("/api/scim", "/auditlog")) for p in paths)
+
+
+# What a reader of the document must never meet: a private function (`_name`; not a route such as
+# /user/_login, after a slash, nor a literal the reader types, in backquotes), a source file (manage.py,
+# a command the reader runs, is fine), or a dotted name inside one of Roster's packages.
+_CODE_NAMES = re.compile(
+    r"(?<![\w./`])_[a-z][a-z0-9_]*\b"
+    r"|\b(?!manage\.py\b)\w+\.py\b"
+    r"|\b(?:adminapi|adminauth|config|core|directories|operations|portal|restapi|scim|server|webhooks)"
+    r"\.(?!previous_secret_expires_at\b)[a-z_]+\b"
+)
+
+
+def _prose(node: object, where: str = "") -> list[tuple[str, str]]:
+    """Every description, summary and title in the document, with where it sits."""
+    found: list[tuple[str, str]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary", "title") and isinstance(value, str):
+                found.append((f"{where}/{key}", value))
+            found += _prose(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _prose(value, f"{where}[{index}]")
+    return found
+
+
+def test_schema_prose_names_no_code(api_client: Client) -> None:
+    """Docstrings become descriptions: a view without its own inherits its base class's, and a comment
+    written for maintainers in a serializer's docstring is published. The document is for API users."""
+    doc = api_client.get("/api/v1/schema").json()
+    prose = _prose(doc)
+    assert len(prose) > 50  # the walk reached the operations and the schemas
+    leaks = [(where, match.group(0)) for where, text in prose for match in _CODE_NAMES.finditer(text)]
+    assert leaks == []
+    # The pattern itself finds what it is for.
+    for sample in ("see _tighten", "errors through core.envelope", "in keepalive_worker.py"):
+        assert _CODE_NAMES.search(sample), sample
+    legitimate = (
+        "POST /user/_login: root token",
+        "the suffix `_dsync`",
+        "`manage.py apikey create`",
+        "scim.previous_secret_expires_at",
+    )
+    for sample in legitimate:
+        assert not _CODE_NAMES.search(sample), sample
 
 
 def test_schema_in_yaml_on_request(api_client: Client) -> None:

@@ -94,7 +94,8 @@ def database_gauges() -> list[metrics.Gauge]:
         ),
         metrics.Gauge(
             "roster_webhook_outbox_oldest_pending_age_seconds",
-            "Age of the oldest pending outbox event (0 when none is pending). The same on every node.",
+            "How long the longest-waiting pending outbox event has waited, since it was recorded or resent "
+            "(0 when none is pending). The same on every node.",
             [({}, max(0.0, oldest_age))],
         ),
     ]

@@ -46,6 +46,10 @@ class WebhookEvent(models.Model):
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     # The pending attempt was asked for by a resend (contract §5.1), not by the change itself.
     resend = models.BooleanField(default=False)
+    # When a resend put the event back to pending (None for an event pending since it was recorded): the
+    # outbox backlog's age counts from here, so resending a week-old event does not read as a week-old
+    # backlog on /metrics and in `manage.py doctor`.
+    pending_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

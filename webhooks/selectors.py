@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Min, QuerySet
+from django.db.models.functions import Coalesce
 
 from directories.models import Directory
 from webhooks.models import EventSequence, EventState, Heartbeat, WebhookDelivery, WebhookEvent
@@ -80,16 +81,19 @@ def webhook_target_get(*, directory_id: uuid.UUID) -> WebhookTarget | None:
 class OutboxBacklog:
     pending: int  # committed, not yet attempted
     sending: int  # claimed by a drain, attempt under way (or its worker died)
-    oldest_pending_at: Any  # datetime of the oldest pending event, None when none is pending
+    # When the longest-waiting pending event started waiting (recorded, or resent: pending_since), None
+    # when none is pending.
+    oldest_pending_at: Any
 
 
 def outbox_backlog() -> OutboxBacklog:
-    """Every directory's outbox at once, in one grouped query over the (state, created_at) index."""
+    """Every directory's outbox at once, in one grouped query over the (state, created_at) index (the
+    rows in these two states are the backlog, few while the drains keep up)."""
     counts = {
         row["state"]: row
         for row in WebhookEvent.objects.filter(state__in=[EventState.PENDING, EventState.SENDING])
         .values("state")
-        .annotate(n=Count("id"), oldest=Min("created_at"))
+        .annotate(n=Count("id"), oldest=Min(Coalesce("pending_since", "created_at")))
         .order_by()
     }
     pending = counts.get(EventState.PENDING) or {}

@@ -4,9 +4,11 @@ queues: finished events back to pending, marked as a resend, with one drain aske
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.text import INT_MAX
@@ -15,6 +17,7 @@ from directories.services import directory_create
 from tests.webhooks.feedrows import feed_events
 from webhooks import dispatch
 from webhooks.models import EventState, WebhookEvent
+from webhooks.selectors import outbox_backlog
 from webhooks.services import RESEND_MAX, changes_resend, changes_resend_input, resend_range_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -228,3 +231,22 @@ def test_a_range_that_names_only_its_start_runs_to_the_newest_event_at_most_1000
     assert resend_range_end(50, 40) == 50  # past the newest: a range that queues nothing
     assert resend_range_end(0, 40) == 0  # not a sequence number: left for the service to refuse
     assert resend_range_end("x", 40) == "x"
+
+
+def test_the_backlog_age_of_a_resent_event_counts_from_the_resend(hooked: Directory, kicks: list) -> None:
+    """/metrics and `manage.py doctor` read the age of the oldest pending event: resending week-old
+    events must not read as a week-old backlog, while an event waiting since it was recorded still does."""
+    week = timedelta(days=7)
+    feed_events(hooked, [EventState.DELIVERED, F], age=week)
+    assert outbox_backlog().oldest_pending_at is None
+    asked = timezone.now()
+    assert _resend(hooked, first=1, last=2) == 2
+    resent = WebhookEvent.objects.filter(directory_id=hooked.id)
+    assert all(asked <= event.pending_since <= timezone.now() for event in resent)
+    assert all(event.created_at < asked - week + timedelta(minutes=1) for event in resent)  # kept as recorded
+    backlog = outbox_backlog()
+    assert backlog.pending == 2
+    assert asked <= backlog.oldest_pending_at <= timezone.now()
+    # An event pending since it was recorded, an hour ago, is now the oldest wait.
+    waiting = feed_events(hooked, [EventState.PENDING], start=3)
+    assert outbox_backlog().oldest_pending_at == waiting[0].created_at

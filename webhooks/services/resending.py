@@ -12,7 +12,8 @@ getting their attempt anyway, and are not counted. The drain claims pending even
 so a resent event goes out in its place among the directory's other pending events. After commit one
 kick asks for a drain; when the broker is down the sweep finds the events later: it looks at pending
 events by `created_at`, which for a resent event is its original (old) recording time, so the first
-sweep after the resend picks it up.
+sweep after the resend picks it up. The backlog's age (/metrics, `manage.py doctor`) counts from
+`pending_since`, the moment of the resend, instead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.text import INT_MAX
@@ -170,7 +172,12 @@ def changes_resend(
             low, high = span or (0, -1)
             chosen = events.filter(sequence__gte=low, sequence__lte=high)
         queued = chosen.filter(state__in=FINAL_STATES).update(
-            state=EventState.PENDING, resend=True, claimed_at=None, finished_at=None, state_reason=""
+            state=EventState.PENDING,
+            resend=True,
+            claimed_at=None,
+            finished_at=None,
+            state_reason="",
+            pending_since=timezone.now(),
         )
         if queued:
             # One kick for the whole request (dispatch.kick never raises: with the broker down the

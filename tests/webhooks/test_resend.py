@@ -241,7 +241,8 @@ def test_the_backlog_age_of_a_resent_event_counts_from_the_resend(hooked: Direct
     assert outbox_backlog().oldest_pending_at is None
     asked = timezone.now()
     assert _resend(hooked, first=1, last=2) == 2
-    resent = WebhookEvent.objects.filter(directory_id=hooked.id)
+    resent = list(WebhookEvent.objects.filter(directory_id=hooked.id))
+    assert len(resent) == 2
     assert all(asked <= event.pending_since <= timezone.now() for event in resent)
     assert all(event.created_at < asked - week + timedelta(minutes=1) for event in resent)  # kept as recorded
     backlog = outbox_backlog()

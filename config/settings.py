@@ -207,8 +207,8 @@ CELERY_TIMEZONE = "UTC"
 
 # --- operations (contract §7.1) ---------------------------------------------------------------------------
 # `plain` (for people, the default) or `json` (one object per line: time, level, logger, message,
-# request_id, directory_id where known). gunicorn's and Celery's own lines follow it too
-# (server/gunicorn.conf.py, config/celery.py).
+# request_id, directory_id where known). granian's and Celery's own lines follow it too
+# (server/web.py, config/celery.py).
 LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}.")

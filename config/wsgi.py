@@ -1,11 +1,11 @@
-"""WSGI entry point (`config.wsgi:application`, what gunicorn serves).
+"""WSGI entry point (`config.wsgi:application`, what granian serves: `python -m server.web`).
 
-One Django process, two handlers: requests under settings.SCIM_PATH_PREFIX, nearly all the traffic
+First Roster's limits on the request line and headers (config.requestlimits), then one Django
+process, two handlers: requests under settings.SCIM_PATH_PREFIX, nearly all the traffic
 an identity provider sends, go to scim.http.wsgi, which answers SCIM requests without Django's request
 handler and hands anything else to a Django handler running settings.SCIM_MIDDLEWARE; every other
 request runs through the full settings.MIDDLEWARE. Both Django handlers resolve against the same
-URLconf. The six middlewares SCIM does not use cost 0.04-0.06 ms of CPU per SCIM request, Django's
-handler itself about 0.15 ms (`python -m bench.costs`, variants full_middleware and django_handler).
+URLconf. Kept for speed: bench/README.md, "Code kept for speed", "SCIM without Django's handler".
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ class MiddlewareSubsetHandler(WSGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         # Django builds the chain from settings.MIDDLEWARE; point it at the subset for the duration.
-        # This runs once, when the module is imported (before gunicorn forks, single-threaded).
+        # This runs once, when the module is imported (in server.web's launcher before it forks the
+        # workers, single-threaded).
         full = settings.MIDDLEWARE
         settings.MIDDLEWARE = self.middleware_paths
         try:
@@ -55,4 +56,6 @@ class SurfaceApplication:
 
 
 django.setup(set_prefix=False)
-application = SurfaceApplication()
+from config.requestlimits import RequestLimits  # noqa: E402 - answers through Django's settings: after setup
+
+application = RequestLimits(SurfaceApplication())

@@ -17,7 +17,7 @@ OFFSET, which walks every index entry before the page. Here instead:
 
 At 100,000 users (EXPLAIN ANALYZE, bench/README.md): COUNT(*) took 7.5 ms and the OFFSET of the last
 page 15 ms; the page statement here executes in about 1 ms at any position. Building the marks walks
-the directory's index once (14 ms at 100,000); each gunicorn worker builds its own.
+the directory's index once (14 ms at 100,000); each web worker builds its own.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ So a SCIM request never waits on a database round trip for its health or its log
 is written in the request's transaction; a burst of failed requests costs one INSERT, not one commit
 each. What a reader sees lags by at most one interval (plus the write itself).
 
-Also written: what is left when the process exits normally (a gunicorn worker stopping or recycled, a
+Also written: what is left when the process exits normally (a web worker stopping or replaced, a
 test run ending: `atexit`), and whatever a caller asks for with `flush()` (the test suite, with
 SCIM_ACTIVITY_FLUSH_SECONDS = 0, which starts no thread). What cannot be written because the database is
 unreachable is kept for the next flush (log entries up to LOG_QUEUE_BYTES, then the newest are dropped

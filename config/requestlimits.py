@@ -99,24 +99,19 @@ def refusal_response(status: int, message: str, path: str) -> tuple[str, list[tu
     return _REASONS[status], headers, body
 
 
-class RequestLimits:
-    """WSGI middleware: refuses a request past the limits above, else hands it to `app`."""
-
-    def __init__(self, app: Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]) -> None:
-        self.app = app
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        refused = refusal(environ)
-        if refused is None:
-            return self.app(environ, start_response)
-        status, message = refused
-        status_line, headers, body = refusal_response(status, message, environ.get("PATH_INFO", ""))
-        # The client's X-Request-Id is not trusted on a request refused for its headers: a new id ties
-        # the answer to this line.
-        logger.warning(
-            "request refused: %s",
-            message,
-            extra={"status": status, "request_id": headers[-1][1], "method": environ.get("REQUEST_METHOD", "")},
-        )
-        start_response(status_line, headers)
-        return [body]
+def refuse(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes] | None:
+    """The refusal, answered, when the request is past the limits above; None to serve it."""
+    refused = refusal(environ)
+    if refused is None:
+        return None
+    status, message = refused
+    status_line, headers, body = refusal_response(status, message, environ.get("PATH_INFO", ""))
+    # The client's X-Request-Id is not trusted on a request refused for its headers: a new id ties the
+    # answer to this line.
+    logger.warning(
+        "request refused: %s",
+        message,
+        extra={"status": status, "request_id": headers[-1][1], "method": environ.get("REQUEST_METHOD", "")},
+    )
+    start_response(status_line, headers)
+    return [body]

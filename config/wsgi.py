@@ -41,7 +41,8 @@ class MiddlewareSubsetHandler(WSGIHandler):
 
 
 class SurfaceApplication:
-    """Sends each request to the SCIM handler or the full one by the start of its path."""
+    """Refuses a request past Roster's limits (config.requestlimits), else sends it to the SCIM handler or
+    the full one by the start of its path."""
 
     def __init__(self) -> None:
         from scim.http.wsgi import ScimApplication  # imports models: only once the apps are loaded
@@ -51,11 +52,14 @@ class SurfaceApplication:
         self.scim = ScimApplication(fallback=MiddlewareSubsetHandler(settings.SCIM_MIDDLEWARE))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        refused = refuse(environ, start_response)
+        if refused is not None:
+            return refused
         handler = self.scim if environ.get("PATH_INFO", "").startswith(self.prefix) else self.full
         return handler(environ, start_response)
 
 
 django.setup(set_prefix=False)
-from config.requestlimits import RequestLimits  # noqa: E402 - answers through Django's settings: after setup
+from config.requestlimits import refuse  # noqa: E402 - answers through Django's settings: after setup
 
-application = RequestLimits(SurfaceApplication())
+application = SurfaceApplication()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Roster's documented web server (python -m server.web: granian, preloaded) against the plain granian
-# line and gunicorn's gthread worker, same workload, same run: see bench/README.md, "Servers". Arguments
+# line and gunicorn's gthread worker, same workload, same run: see bench/README.md, "The switch to granian". Arguments
 # go to bench.servers (e.g. bash bench/servers.sh --users 300 --rounds 1 for a quick check).
 #
 # The servers run from their own virtualenv, bench/.servers-venv (git-ignored), made here on first use

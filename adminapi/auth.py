@@ -71,7 +71,8 @@ def parse_token_header(header: str) -> dict[str, str] | None:
     return parts if set(parts) == set(_PARTS) else None
 
 
-# bcrypt at the default cost takes ~250 ms, which would make every admin API call that slow. A
+# bcrypt at the default cost is slow on purpose, which would make every admin API call that slow (kept
+# for speed: bench/README.md, "Code kept for speed", "Admin token memo"). A
 # process-local memo of (token id -> SHA-256 of secret and stored hash) skips it for a token this
 # worker has already verified; the row is still read on every request, so disabling is immediate.
 _VERIFIED: OrderedDict[uuid.UUID, bytes] = OrderedDict()

@@ -87,7 +87,7 @@ class LoginFailure(models.Model):
     """One failed attempt at the root token, an admin token or the portal's sign-in (adminauth.throttle).
 
     Counting rows in the database (not in process memory) makes the throttle hold across all
-    gunicorn workers and hosts sharing the database. A throttled client records no further rows,
+    web workers and hosts sharing the database. A throttled client records no further rows,
     so one address holds at most ADMIN_LOGIN_MAX_FAILURES rows per window; older rows are pruned.
     """
 

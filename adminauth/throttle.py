@@ -8,7 +8,7 @@ refused (429 on the API, a lockout message in the portal) until the oldest count
 Both surfaces count into the same rows, so an attacker gets one budget, not one per surface. The
 check runs before the root token is compared and before any bcrypt or password work, so a throttled
 client can neither keep guessing nor make the server burn CPU. Rows live in the database, which every
-gunicorn worker and node shares; Django's default local-memory cache would count per worker.
+web worker and node shares; Django's default local-memory cache would count per worker.
 """
 
 from __future__ import annotations

@@ -2,13 +2,19 @@
 
     .venv/bin/python -m bench.compare                       # N=2000, G=50, concurrency 8 then 1
     .venv/bin/python -m bench.compare --users 200 --concurrency 8 --systems jackson   # quick look
+    bash bench/compare.sh --concurrency 8 --rounds 3 --repeat 3    # the final check: three compares, medians
 
-Starts a webhook receiver, Roster in production shape (gunicorn + server/gunicorn.conf.py, DEBUG off,
-PostgreSQL, a Celery worker on Redis) and Jackson (bench/.jackson, `npm ci` on first use), each on a
-fresh database; runs the workload of bench.workload against both, alternating which goes first;
-waits for every webhook; prints one table per concurrency with the Roster/Jackson ratio per phase
-and overall, and the peak memory of each system (all its processes summed). Results also go to
-bench/results/compare-<time>.json (git-ignored). Everything stops by itself.
+Starts a webhook receiver, Roster in production shape (the README's commands: `python -m server.web` and
+`python -m server.worker`, DEBUG off, PostgreSQL, a Celery worker on Redis) and Jackson (bench/.jackson,
+`npm ci` on first use), each on a fresh database; runs the workload of bench.workload against both,
+alternating which goes first; waits for every webhook; prints one table per concurrency with the
+Roster/Jackson ratio per phase and overall, and the peak memory of each system (all its processes summed),
+then a summary of the highest concurrency: the overall ratio, every phase's ratio, Roster's write p99, the
+peak PSS of both systems and each system's CPU milliseconds per request (the system under test only:
+Roster's web server, Celery worker and its PostgreSQL backends; Jackson's node and its PostgreSQL backends).
+`--repeat N` runs N whole compares one after the other (fresh databases and processes each) and prints the
+median of each summary figure. Results also go to bench/results/compare-<time>.json (git-ignored).
+Everything stops by itself.
 """
 
 from __future__ import annotations
@@ -180,7 +186,103 @@ def merge_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
     rps = sorted(r["total"]["rps"] for r in runs)
     merged["total"] = dict(runs[0]["total"], rps=rps[len(rps) // 2], errors=sum(r["total"]["errors"] for r in runs))
     merged["webhooks_all"] = [r["webhooks"] for r in runs]
+    merged["write_p99_ms"] = _median([r["write_p99_ms"] for r in runs])
+    merged["cpu_ms_per_request"] = {
+        key: _median([r["cpu_ms_per_request"].get(key, 0.0) for r in runs]) for key in runs[0]["cpu_ms_per_request"]
+    }
     return merged
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return (
+        ordered[len(ordered) // 2]
+        if len(ordered) % 2
+        else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+    )
+
+
+# The processes that are not the system under test: they serve both systems alike.
+_HARNESS = ("webhook receiver", "load generator")
+
+
+def under_test_cpu_ms(run: dict[str, Any]) -> float:
+    """CPU ms per request of the system under test: its server processes and its PostgreSQL backends."""
+    return round(sum(v for k, v in run.get("cpu_ms_per_request", {}).items() if k not in _HARNESS), 2)
+
+
+def summary(
+    by_key: dict[tuple[str, int], dict[str, Any]], memory: dict[str, dict[str, Any]], concurrency: int
+) -> dict[str, Any]:
+    """The figures the speed bound is checked on, at one concurrency."""
+    roster, jackson = by_key.get(("roster", concurrency)), by_key.get(("jackson", concurrency))
+    out: dict[str, Any] = {"concurrency": concurrency}
+    if roster and jackson and jackson["total"]["rps"]:
+        out["ratio"] = round(roster["total"]["rps"] / jackson["total"]["rps"], 3)
+        phases = {}
+        for phase in roster["phases"]:
+            other = next((p for p in jackson["phases"] if p["phase"] == phase["phase"]), None)
+            if other and other["rps"]:
+                phases[phase["phase"]] = round(phase["rps"] / other["rps"], 3)
+        out["phase_ratios"] = phases
+        if phases:
+            lowest = min(phases, key=phases.__getitem__)
+            out["lowest_phase"] = [lowest, phases[lowest]]
+    for name, run in (("roster", roster), ("jackson", jackson)):
+        if run:
+            out[f"{name}_rps"] = run["total"]["rps"]
+            out[f"{name}_write_p99_ms"] = run["write_p99_ms"]
+            out[f"{name}_cpu_ms_per_request"] = under_test_cpu_ms(run)
+        if name in memory:
+            out[f"{name}_peak_pss_mb"] = memory[name]["peak_pss_mb"]
+    return out
+
+
+SUMMARY_ROWS = (
+    ("Roster/Jackson, whole workload", "ratio", "{:.2f}×"),
+    ("Roster req/s", "roster_rps", "{:.0f}"),
+    ("Jackson req/s", "jackson_rps", "{:.0f}"),
+    ("Roster write p99 ms", "roster_write_p99_ms", "{:.1f}"),
+    ("Jackson write p99 ms", "jackson_write_p99_ms", "{:.1f}"),
+    ("peak PSS Roster (web + worker) MB", "roster_peak_pss_mb", "{:.1f}"),
+    ("peak PSS Jackson MB", "jackson_peak_pss_mb", "{:.1f}"),
+    ("CPU ms per request, Roster (web + worker + its PostgreSQL)", "roster_cpu_ms_per_request", "{:.2f}"),
+    ("CPU ms per request, Jackson (node + its PostgreSQL)", "jackson_cpu_ms_per_request", "{:.2f}"),
+)
+
+
+def summary_table(summaries: list[dict[str, Any]]) -> str:
+    """One column per compare, and the median when there are several."""
+    several = len(summaries) > 1
+    head = [f"compare {i + 1}" for i in range(len(summaries))] + (["**median**"] if several else [])
+    lines = [
+        f"### Summary at concurrency {summaries[0]['concurrency']}",
+        "",
+        "| figure | " + " | ".join(head) + " |",
+        "|---|" + "---:|" * len(head),
+    ]
+
+    def cells(values: list[Any], fmt: str) -> list[str]:
+        shown = [fmt.format(v) if isinstance(v, (int, float)) else "—" for v in values]
+        numbers = [v for v in values if isinstance(v, (int, float))]
+        if several:
+            shown.append("**" + fmt.format(_median(numbers)) + "**" if numbers else "—")
+        return shown
+
+    for label, key, fmt in SUMMARY_ROWS:
+        lines.append(f"| {label} | " + " | ".join(cells([s.get(key) for s in summaries], fmt)) + " |")
+    phases = list(summaries[0].get("phase_ratios", {}))
+    for phase in phases:
+        values = [s.get("phase_ratios", {}).get(phase) for s in summaries]
+        lines.append(f"| {phase}, Roster/Jackson | " + " | ".join(cells(values, "{:.2f}×")) + " |")
+    if phases:
+        lows = [s.get("lowest_phase") for s in summaries]
+        lines.append(
+            "| lowest phase | "
+            + " | ".join(f"{low[0]} {low[1]:.2f}×" if low else "—" for low in lows)
+            + (" | |" if several else " |")
+        )
+    return "\n".join(lines)
 
 
 def _fmt(p: dict[str, Any] | None) -> tuple[str, str, str]:
@@ -266,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--roster-port", type=int, default=8123)
     parser.add_argument("--jackson-port", type=int, default=5225)
     parser.add_argument("--receiver-port", type=int, default=8766)
-    systems.gunicorn_arguments_add(parser)
+    systems.web_arguments_add(parser)
     parser.add_argument("--celery-pool", default="threads", choices=["threads", "prefork", "solo"])
     parser.add_argument("--celery-concurrency", type=int, default=4)
     parser.add_argument("--no-encryption", action="store_true", help="run Roster without DB_ENCRYPTION_KEY")
@@ -285,16 +387,29 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="virtualenv that runs Roster (compare.sh: bench/.roster-venv, requirements.txt only); default .venv",
     )
+    parser.add_argument("--repeat", type=int, default=1, help="whole compares in a row; prints their medians")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     # `timeout` and CI send SIGTERM: turn it into SystemExit so the finally blocks stop every server.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    summaries = []
+    for i in range(max(1, args.repeat)):
+        if args.repeat > 1:
+            log(f"=== compare {i + 1} of {args.repeat} ===")
+        summaries.append(compare_once(args, argv)["summary"])
+    if len(summaries) > 1:
+        print()
+        print(summary_table(summaries))
+    return 0
 
+
+def compare_once(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
+    """One whole compare: start everything, run the rounds, stop everything, print and save the report."""
     wanted = [s.strip() for s in args.systems.split(",") if s.strip()]
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"logs-{stamp}"
-    out = args.out or RESULTS / f"compare-{stamp}.json"
+    out = (args.out if args.repeat <= 1 else None) or RESULTS / f"compare-{stamp}.json"
     RESULTS.mkdir(parents=True, exist_ok=True)
     webhook_secret = secrets.token_urlsafe(32)
 
@@ -313,14 +428,14 @@ def main(argv: list[str] | None = None) -> int:
             log("starting Jackson...")
             by_name["jackson"] = systems.jackson_start(port=args.jackson_port, database="jackson_bench", logs=logs)
         if "roster" in wanted:
-            log("starting Roster (gunicorn + celery)...")
+            log("starting Roster (python -m server.web + python -m server.worker)...")
             opts = systems.RosterOptions(
                 port=args.roster_port,
-                gunicorn_workers=args.gunicorn_workers,
+                web_workers=args.web_workers,
                 celery_pool=args.celery_pool,
                 celery_concurrency=args.celery_concurrency,
                 encrypt_secrets=not args.no_encryption,
-                extra_env=systems.gunicorn_env(args),
+                extra_env=systems.web_env(args),
                 bin_dir=(args.roster_venv.resolve() / "bin") if args.roster_venv else systems.VENV_BIN,
             )
             by_name["roster"] = systems.roster_start(opts, logs=logs)
@@ -401,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory": memory,
         "runs": runs,
         "profile": profiler.summaries() if profiler else None,
+        "summary": summary(by_key, memory, max(levels)),
     }
     out.write_text(json.dumps(report, indent=2))
     print()
@@ -420,8 +536,10 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(profiler.report())
     print()
+    print(summary_table([report["summary"]]))
+    print()
     print(f"results: {out}")
-    return 0
+    return report
 
 
 if __name__ == "__main__":

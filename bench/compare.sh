@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=bench/.roster-venv
-if [ ! -x "$VENV/bin/gunicorn" ] || [ ! -f "$VENV/.installed" ] || [ requirements.txt -nt "$VENV/.installed" ]; then
+if [ ! -x "$VENV/bin/granian" ] || [ ! -f "$VENV/.installed" ] || [ requirements.txt -nt "$VENV/.installed" ]; then
     python3.11 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt
     touch "$VENV/.installed"

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.costs                 # all variants, 300 requests per operation
     .venv/bin/python -m bench.costs --variants baseline --repeats 1000
 
-Calls the WSGI application directly (no socket, no gunicorn, no client) on a fresh PostgreSQL
+Calls the WSGI application directly (no socket, no web server, no client) on a fresh PostgreSQL
 database with production settings and a Redis broker, and reports process CPU milliseconds per
 request (time.process_time, so waiting for PostgreSQL does not count; the least loaded of 5 rounds)
 and SQL statements per request.
@@ -22,7 +22,7 @@ edited), to price a fix before anyone writes it:
 - django_handler   SCIM requests through Django's handler with settings.SCIM_MIDDLEWARE, as before
                    scim.http.wsgi answered them without it
 - metrics          METRICS_TOKEN set: every request counted for /metrics (prometheus-client in
-                   multiprocess mode, its files in a temporary folder, as under gunicorn)
+                   multiprocess mode, its files in a temporary folder, as under the web server)
 - plain_logs       the roster.requests lines at INFO (one per SCIM write and 4xx) in the default text
                    format, written to /dev/null (the other variants run at LOG_LEVEL=ERROR)
 - json_logs        the same lines with LOG_FORMAT=json
@@ -88,7 +88,7 @@ class Harness:
         self._record = Exchange.record
         if "no_activity" in on:
             Exchange.record = lambda exchange: None  # type: ignore[method-assign]
-        # What gunicorn serves (config.wsgi), or one handler with the full chain for every request.
+        # What granian serves (config.wsgi), or one handler with the full chain for every request.
         self.app = WSGIHandler() if "full_middleware" in on else SurfaceApplication()
         if "django_handler" in on:
             self.app.scim = self.app.scim.fallback
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     env["LOG_LEVEL"] = "ERROR"  # django.request logs every 404 as a warning; not what is measured here
     recreate_database(args.database)
     os.environ.update(env)
-    # The metrics variants write files as a gunicorn worker does (multiprocess mode is chosen when
+    # The metrics variants write files as a web worker does (multiprocess mode is chosen when
     # prometheus-client is first imported, on the first metric recorded).
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="roster-costs-metrics-")
     import django

@@ -9,11 +9,10 @@ needs (Content-Length, Transfer-Encoding, Connection) and the body, and nothing 
 request, 0.06 of it in user space (bench/README.md, session 6).
 
 What it handles: Content-Length bodies, chunked bodies, bodies that end when the server closes,
-responses without a body (HEAD, 1xx, 204, 304), `Connection: close` (gunicorn's sync workers
-close after every response, so the next request reconnects), and a kept-alive connection that
-the server closed while it sat idle (retried once on a new connection, since the server never saw
-the request).
-"""
+responses without a body (HEAD, 1xx, 204, 304), `Connection: close` (a server that closes after a
+response, e.g. after refusing an over-long request, so the next request reconnects), and a kept-alive
+connection that the server closed while it sat idle (retried once on a new connection, since the server
+never saw the request)."""
 
 from __future__ import annotations
 
@@ -52,7 +51,7 @@ class Response:
 
 
 class Client:
-    """One connection, reused while the server keeps it open (Node does; gunicorn sync workers do not)."""
+    """One connection, reused while the server keeps it open (Node and granian do)."""
 
     def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 30.0) -> None:
         parts = urlsplit(base_url)

@@ -1,13 +1,15 @@
-"""Where a gunicorn worker's memory comes from: /proc/<pid>/smaps_rollup of every web process over time.
+"""Where a web worker's memory comes from: /proc/<pid>/smaps_rollup of every web process over time.
 
     .venv/bin/python -m bench.memgrowth                    # 1 worker: after start, first request, 100 and 2000 users
     .venv/bin/python -m bench.memgrowth --workers 3
 
-Starts Roster as `bench.compare` does (gunicorn with the preloaded app, PostgreSQL `roster_bench`
-recreated, a Celery worker), then prints, for the master and each worker, RSS, PSS, the pages still
-shared with the master (Shared_Dirty: the preloaded heap) and the worker's own (Private_Dirty: pages
-it copied on write, plus what it allocated) at each step. Memory that stops growing after the first
-requests is the copied heap, not a leak.
+Starts Roster as `bench.compare` does (`python -m server.web`: the launcher imports the app, then granian
+forks the workers; PostgreSQL `roster_bench` recreated, a Celery worker), then prints, for the launcher
+and each worker, RSS, PSS, the pages still shared with the launcher (Shared_Dirty: the preloaded heap) and
+the worker's own (Private_Dirty: pages it copied on write, plus what it allocated) at each step, and the
+PSS of all of Roster's processes together (web and Celery). Memory that stops growing after the first
+requests is the copied heap, not a leak. `--threads` sets GRANIAN_BLOCKING_THREADS, so shapes with fewer
+workers and more threads can be priced too.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ def rollup(pid: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="threads running Roster in each worker")
     parser.add_argument("--sizes", default="100,2000", help="users per workload, run one after the other")
     args = parser.parse_args(argv)
-    opts = systems.RosterOptions(gunicorn_workers=args.workers)
+    opts = systems.RosterOptions(web_workers=args.workers, extra_env={"GRANIAN_BLOCKING_THREADS": str(args.threads)})
     recreate_database(opts.database)
     logs = systems.ROOT / "bench" / "results" / "memgrowth-logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -50,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def show(step: str) -> None:
         for pid in process_tree([web]):
-            role = "master" if pid == web else f"worker {pid}"
+            role = "launcher" if pid == web else f"worker {pid}"
             print(f"| {step} | {role} | " + " | ".join(f"{v:.1f}" for v in rollup(pid).values()) + " |", flush=True)
+        total = sum(rollup(pid)["Pss"] for pid in process_tree(roster.pids()))
+        print(f"| {step} | all of Roster (web + Celery) | | {total:.1f} |" + " |" * (len(FIELDS) - 2), flush=True)
 
     try:
         show("started")

@@ -8,7 +8,7 @@ Times, in one process and without a database, what scim.http.views adds to every
 for a write, the roster.requests line) and what a change adds once it commits (core.metrics.
 events_recorded), with time.process_time over many calls; the least of 5 rounds, in µs per call. The
 log line goes through Roster's handler, filter and formatter to /dev/null. Metrics are in
-prometheus-client's multiprocess mode (files in a temporary folder), as under gunicorn.
+prometheus-client's multiprocess mode (files in a temporary folder), as under the web server.
 """
 
 from __future__ import annotations

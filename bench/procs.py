@@ -1,7 +1,7 @@
 """Starting and stopping the processes of a benchmark run, and sampling their memory.
 
 Every process is started in its own session (process group), so stopping it stops its children
-(gunicorn workers, Celery pool processes, npm's node) and nothing else on this shared machine.
+(web workers, Celery pool processes, npm's node) and nothing else on this shared machine.
 """
 
 from __future__ import annotations
@@ -104,13 +104,13 @@ def memory_kib(pid: int) -> tuple[int, int]:
 
 
 def _command(pid: int) -> str:
-    """A short name for a process: its program and first argument ("gunicorn -c", "celery -A")."""
+    """A short name for a process: its program and first argument ("server.web", "celery -A")."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
     except OSError:
         return str(pid)
-    words = [Path(a).name for a in argv if not Path(a).name.startswith("python")][:2]
+    words = [Path(a).name for a in argv if not Path(a).name.startswith("python") and a != "-m"][:2]
     return " ".join(words) or str(pid)
 
 

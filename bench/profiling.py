@@ -1,8 +1,9 @@
 """Sampling Roster under load with py-spy, one recording per workload phase, and summing it up.
 
-py-spy (a dev dependency) attaches to the gunicorn master with `--subprocesses`, so every worker is
-sampled; `--nonblocking` keeps it from pausing the workers it samples. Idle threads (a worker blocked
-in accept() or waiting for PostgreSQL) are not sampled, so the counts are CPU time of the workers.
+py-spy (a dev dependency) attaches to the web server's launcher (`python -m server.web`) with
+`--subprocesses`, so every granian worker is sampled; `--nonblocking` keeps it from pausing the workers
+it samples. Idle threads (a worker blocked waiting for a request or for PostgreSQL) are not sampled, so
+the counts are CPU time of the workers.
 
 Summaries list, per phase: the hottest functions by self time, the project's functions by inclusive
 time, and the share of samples spent in a few buckets (ORM, SQL driver, JSON, middleware, DRF).
@@ -33,7 +34,8 @@ BUCKETS = {
     "JSON (json / orjson)": re.compile(r"json/|orjson"),
     "URL resolving": re.compile(r"django/urls/"),
     "crypto (secret decryption, hmac)": re.compile(r"cryptography/|hmac\.py|crypto\.py"),
-    "gunicorn (request parsing, socket)": re.compile(r"gunicorn/"),
+    # granian parses HTTP in Rust (native frames py-spy does not name); its Python side is the WSGI glue.
+    "granian (WSGI glue)": re.compile(r"granian/"),
 }
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
@@ -93,7 +95,7 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
 
 
 class PhaseProfiler:
-    """Starts one `py-spy record` per phase on the gunicorn master (all workers) and one on Celery."""
+    """Starts one `py-spy record` per phase on the web launcher (all workers) and one on Celery."""
 
     def __init__(self, web_pid: int, out_dir: Path, *, celery_pid: int | None = None, rate: int = 100) -> None:
         self.web_pid = web_pid
@@ -145,7 +147,7 @@ class PhaseProfiler:
         return {label: summarize(path) for label, path in self.files.items()}
 
     def report(self) -> str:
-        lines = ["### Profile (py-spy, CPU samples of all gunicorn workers / the Celery worker)", ""]
+        lines = ["### Profile (py-spy, CPU samples of all web workers / the Celery worker)", ""]
         for label, s in self.summaries().items():
             if not s.get("samples"):
                 lines.append(f"- {label}: no samples")

@@ -5,8 +5,8 @@
 
 One directory on a fresh PostgreSQL database (roster_scale) is grown step by step with bulk inserts
 through the models (the same columns SCIM writes: scim.protocol.documents.user_finalize when present), plus
-`--spares` users that are in no group. At each size, Roster runs in production shape (gunicorn with
-server/gunicorn.conf.py, DEBUG off) and one client measures p50/p95 of:
+`--spares` users that are in no group. At each size, Roster runs in production shape (`python -m
+server.web`, DEBUG off) and one client measures p50/p95 of:
 
 - a SCIM list page (count=100) at the start and at the end of the directory
 - `userName eq` and `externalId eq` filters on random users
@@ -292,8 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     spares = seed_users(directory, 10_000_000, 10_000_000 + args.spares)
     log(f"seeded {len(spares)} spare users in {time.perf_counter() - t0:.1f}s")
 
-    gunicorn = [str(systems.VENV_BIN / "gunicorn"), "-c", "server/gunicorn.conf.py", "--bind", f"127.0.0.1:{args.port}"]
-    web = Service("roster-web", [*gunicorn, "config.wsgi:application"], env=env, cwd=systems.ROOT, log=logs / "web.log")
+    argv = systems.web_command(systems.RosterOptions(port=args.port))
+    web = Service("roster-web", argv, env=env, cwd=systems.ROOT, log=logs / "web.log")
     results: dict[str, Any] = {}
     all_users: list[uuid.UUID] = []
     rng = random.Random(7)  # noqa: S311 - sampling, not security

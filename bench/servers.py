@@ -1,24 +1,24 @@
-"""Roster's documented web server against two maintained ones: same workload, same run.
+"""Roster's documented web server against the alternatives: same workload, same run.
 
     bash bench/servers.sh                                  # N=2000, G=50, c=8, 3 rounds
     bash bench/servers.sh --users 300 --rounds 1           # a quick check that everything runs
 
 The servers, each in front of the same Roster (the virtualenv `bench/.servers-venv` that servers.sh
-makes: requirements.txt plus granian, so all three run the same Django and libraries):
+makes: requirements.txt plus gunicorn, so all of them run the same Django and libraries):
 
-- `keepalive`: the documented configuration, `gunicorn -c server/gunicorn.conf.py` (Roster's worker
-  class, server/keepalive_worker.py);
-- `gthread`: the same file with gunicorn's own `gthread` worker, the same workers and `--threads`
-  threads each;
-- `granian`: `granian --interface wsgi` with the same number of worker processes and `--threads`
-  blocking threads each (the threads that run the WSGI application).
+- `web`: the documented command, `python -m server.web` (granian, the app imported once by the launcher
+  before granian forks the workers);
+- `granian`: the plain `granian --interface wsgi` line with the same options, without the launcher: each
+  worker imports Django on its own (what the launcher's preload saves, in memory);
+- `gthread`: gunicorn's `gthread` worker with `--preload`, the same workers and `--threads` threads each.
 
 Each is a whole Roster stack (web server + Celery worker, as bench.compare starts it) on its own
 database and Redis db, all started before the first round. Every round runs bench.workload against
 each server in turn (webhooks on, each run on a new directory), the order rotating between rounds;
 the report takes the median of the rounds: req/s per phase, the p99 of every write request (POST,
 PATCH, DELETE phases together), the web server's CPU time per request, and the peak PSS of each web
-server (master and workers) over the whole run. Results go to bench/results/servers-<time>.json (git-ignored).
+server (launcher or master, and workers) over the whole run. Results go to
+bench/results/servers-<time>.json (git-ignored).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import secrets
 import signal
 import statistics
@@ -39,48 +38,34 @@ from typing import Any
 from bench import systems
 from bench.compare import RESULTS, log, machine, merge_rounds, receiver_start, run_one
 from bench.procs import MemorySampler, Service
+from server import web
 
-SERVERS = ("keepalive", "gthread", "granian")
+SERVERS = ("web", "granian", "gthread")
 
 
-def web_command(server: str, *, bin_dir: Path, port: int, workers: int, threads: int) -> list[str] | None:
-    """The web server's command line (None: the documented gunicorn command of bench.systems)."""
-    if server == "keepalive":
-        return None
+def web_command(server: str, *, bin_dir: Path, port: int, workers: int, threads: int) -> list[str]:
+    """The web server's command line; `web` is the README's (threads through GRANIAN_BLOCKING_THREADS)."""
+    if server == "web":
+        return systems.web_command(systems.RosterOptions(port=port, web_workers=workers, bin_dir=bin_dir))
     if server == "gthread":
         return [
             str(bin_dir / "gunicorn"),
-            "-c",
-            "server/gunicorn.conf.py",
             "--worker-class",
             "gthread",
             "--threads",
             str(threads),
             "--workers",
             str(workers),
+            "--preload",
             "--bind",
             f"127.0.0.1:{port}",
             "config.wsgi:application",
         ]
-    return [
-        str(bin_dir / "granian"),
-        "--interface",
-        "wsgi",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--blocking-threads",
-        str(threads),
-        "--http",
-        "1",
-        "--no-ws",
-        "--log-level",
-        "warning",
-        "config.wsgi:application",
-    ]
+    # Roster's defaults for granian (server/web.py), the threads given here.
+    options = web.granian_arguments(
+        web.parse(["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]), {"GRANIAN_BLOCKING_THREADS": ""}
+    )
+    return [str(bin_dir / "granian"), *options[:-1], "--blocking-threads", str(threads), options[-1]]
 
 
 def server_start(server: str, index: int, *, args: argparse.Namespace, logs: Path) -> systems.System:
@@ -90,11 +75,12 @@ def server_start(server: str, index: int, *, args: argparse.Namespace, logs: Pat
         port=port,
         database=f"roster_bench_{server}",
         redis_db=args.redis_db + index,
-        gunicorn_workers=args.workers,
+        web_workers=args.workers,
         celery_pool=args.celery_pool,
         celery_concurrency=args.celery_concurrency,
-        # Two gunicorn masters at once would share gunicorn's default control socket (unused here).
-        extra_env={"GUNICORN_CMD_ARGS": "--no-control-socket"},
+        # The threads of both granian lines; gunicorn: two masters at once would share its default
+        # control socket (unused here).
+        extra_env={"GRANIAN_BLOCKING_THREADS": str(args.threads), "GUNICORN_CMD_ARGS": "--no-control-socket"},
         bin_dir=bin_dir,
         web=web_command(server, bin_dir=bin_dir, port=port, workers=args.workers, threads=args.threads),
     )
@@ -139,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list-passes", type=int, default=3)
     parser.add_argument("--servers", default=",".join(SERVERS), help="comma list of " + ", ".join(SERVERS))
     parser.add_argument(
-        "--workers", type=int, default=(os.cpu_count() or 1) + 1, help="web processes (the gunicorn.conf.py default)"
+        "--workers", type=int, default=web.workers_default(), help="web processes (server.web's default)"
     )
-    parser.add_argument("--threads", type=int, default=1, help="threads per web process (gthread, granian)")
+    parser.add_argument("--threads", type=int, default=1, help="threads running Roster in each web process")
     parser.add_argument("--servers-venv", type=Path, default=systems.BENCH / ".servers-venv")
     parser.add_argument("--port", type=int, default=8123, help="first port; the servers take the next ones")
     parser.add_argument("--redis-db", type=int, default=12, help="first Redis db; the servers take the next ones")
@@ -175,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         for index, server in enumerate(wanted):
             log(f"starting Roster behind {server}...")
             running[server] = server_start(server, index, args=args, logs=logs)
-            sampler.watch(server, [running[server].services[0].pid])  # the web server: master and workers
+            sampler.watch(server, [running[server].services[0].pid])  # the web server: launcher and workers
         sampler.start()
         for r in range(args.rounds):
             # Rotate who goes first, so no server always runs on a warmer (or busier) machine.

@@ -2,10 +2,10 @@
 
     .venv/bin/python -m bench.single                                   # get_404, 6000 requests, c=8, 3 rounds
     .venv/bin/python -m bench.single --op filter_username --concurrency 1
-    .venv/bin/python -m bench.single --gunicorn-worker-class gthread --gunicorn-threads 2
+    .venv/bin/python -m bench.single --web-workers 1 --web-threads 2
 
 `compare` gives CPU per request for the whole workload mix; `costs` gives one operation's CPU inside a
-single process with no server and no load. This sits between the two: the same gunicorn + PostgreSQL +
+single process with no server and no load. This sits between the two: the same web server + PostgreSQL +
 Celery stack as `compare`, one operation, and the CPU of each process group (user and kernel time) per
 request, so a server setting or a change in the request path can be priced where it runs.
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port", type=int, default=8124)
-    systems.gunicorn_arguments_add(parser)
+    systems.web_arguments_add(parser)
     args = parser.parse_args(argv)
     if args.requests < 1 or args.concurrency < 1 or args.rounds < 1:
         parser.error("--requests, --concurrency and --rounds must be at least 1")
@@ -58,10 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         database="roster_single",
         redis_db=11,
-        gunicorn_workers=args.gunicorn_workers,
-        extra_env=systems.gunicorn_env(args),
+        web_workers=args.web_workers,
+        extra_env=systems.web_env(args),
     )
-    log(f"starting Roster (gunicorn + celery) for {args.op} x {args.requests}, c={args.concurrency}...")
+    log(f"starting Roster (web server + celery) for {args.op} x {args.requests}, c={args.concurrency}...")
     system = systems.roster_start(opts, logs=logs)
     try:
         tag = secrets.token_hex(4)

@@ -132,39 +132,61 @@ class RosterOptions:
     port: int = 8123
     database: str = "roster_bench"
     redis_db: int = 12
-    gunicorn_workers: int | None = None  # None: what server/gunicorn.conf.py decides
+    web_workers: int | None = None  # None: what `python -m server.web` decides (one per core, at least 2)
     celery_pool: str = "threads"
     celery_concurrency: int = 4
     encrypt_secrets: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
-    bin_dir: Path = VENV_BIN  # the virtualenv whose python, gunicorn (and Celery) run Roster
-    web: list[str] | None = None  # the web server's command; None: gunicorn -c server/gunicorn.conf.py
+    bin_dir: Path = VENV_BIN  # the virtualenv whose python runs Roster (web server and Celery)
+    web: list[str] | None = None  # the web server's command; None: web_command(), the README's
 
 
-def gunicorn_arguments_add(parser: argparse.ArgumentParser) -> None:
-    """The gunicorn options a benchmark run may change (server/gunicorn.conf.py decides the rest)."""
-    parser.add_argument("--gunicorn-workers", type=int, default=None)
-    parser.add_argument("--gunicorn-worker-class", default=None, help="e.g. sync, gthread (with --gunicorn-threads)")
-    parser.add_argument("--gunicorn-threads", type=int, default=None)
-    parser.add_argument("--gunicorn-worker-connections", type=int, default=None, help="connections a worker keeps open")
-
-
-def gunicorn_env(args: argparse.Namespace) -> dict[str, str]:
-    """The GUNICORN_* variables for the options of `gunicorn_arguments_add` that were given (the
-    calling shell's own GUNICORN_* variables never reach Roster, see roster_env)."""
-    given = (
-        ("GUNICORN_WORKER_CLASS", args.gunicorn_worker_class),
-        ("GUNICORN_THREADS", args.gunicorn_threads),
-        ("GUNICORN_WORKER_CONNECTIONS", args.gunicorn_worker_connections),
+def web_arguments_add(parser: argparse.ArgumentParser) -> None:
+    """The web server options a benchmark run may change (`python -m server.web` decides the rest)."""
+    parser.add_argument("--web-workers", type=int, default=None, help="web worker processes (--workers)")
+    parser.add_argument(
+        "--web-threads", type=int, default=None, help="threads running Roster in each (GRANIAN_BLOCKING_THREADS)"
     )
+
+
+def web_env(args: argparse.Namespace) -> dict[str, str]:
+    """The GRANIAN_* variables for the options of `web_arguments_add` that were given (the calling
+    shell's own GRANIAN_* variables never reach Roster, see roster_env)."""
+    given = (("GRANIAN_BLOCKING_THREADS", args.web_threads),)
     return {name: str(value) for name, value in given if value}
+
+
+def web_command(opts: RosterOptions) -> list[str]:
+    """The README's production command for the web server, on the benchmark's port."""
+    argv = [str(opts.bin_dir / "python"), "-m", "server.web", "--bind", f"127.0.0.1:{opts.port}"]
+    if opts.web_workers:
+        argv += ["--workers", str(opts.web_workers)]
+    return argv
+
+
+def worker_command(opts: RosterOptions) -> list[str]:
+    """The README's production command for the Celery worker, quieter (the benchmark reads no INFO line)."""
+    return [
+        str(opts.bin_dir / "python"),
+        "-m",
+        "server.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
+        "--pool",
+        opts.celery_pool,
+        "--concurrency",
+        str(opts.celery_concurrency),
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
 
 
 def roster_env(opts: RosterOptions) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "CELERY_", "WEBHOOK_", "GUNICORN_", "PROMETHEUS_", "METRICS_", "LOG_"))
+        if not k.startswith(("DJANGO_", "CELERY_", "WEBHOOK_", "GRANIAN_", "PROMETHEUS_", "METRICS_", "LOG_"))
         and k not in ("DATABASE_URL", "DEBUG")
     }
     env.update(
@@ -207,34 +229,10 @@ def roster_start(opts: RosterOptions, *, logs: Path) -> System:
         database=opts.database,
         env=env,
     )
-    gunicorn = opts.web or [
-        str(opts.bin_dir / "gunicorn"),
-        "-c",
-        "server/gunicorn.conf.py",
-        "--bind",
-        f"127.0.0.1:{opts.port}",
-        "config.wsgi:application",
-    ]
-    if opts.gunicorn_workers and not opts.web:
-        gunicorn[3:3] = ["--workers", str(opts.gunicorn_workers)]
-    celery = [
-        str(opts.bin_dir / "python"),
-        "-m",
-        "server.worker",  # the worker `celery -A config worker` starts, without the CLI's imports
-        "--pool",
-        opts.celery_pool,
-        "--concurrency",
-        str(opts.celery_concurrency),
-        "--loglevel",
-        "WARNING",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-    ]
     try:
-        web = Service("roster-web", gunicorn, env=env, cwd=ROOT, log=logs / "roster-web.log")
+        web = Service("roster-web", opts.web or web_command(opts), env=env, cwd=ROOT, log=logs / "roster-web.log")
         system.services.append(web)
-        worker = Service("roster-celery", celery, env=env, cwd=ROOT, log=logs / "roster-celery.log")
+        worker = Service("roster-celery", worker_command(opts), env=env, cwd=ROOT, log=logs / "roster-celery.log")
         system.services.append(worker)
         wait_http("127.0.0.1", opts.port, "/api/scim/v2.0/", timeout=60, proc=web)
     except Exception:

@@ -47,7 +47,8 @@ _DJANGO_ANSWERS = (Http404, PermissionDenied, SuspiciousOperation, BadRequest)
 ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
 
-def _surface(path: str) -> str:
+def surface(path: str) -> str:
+    """ "scim", "envelope" or "html": whose error format the answers to `path` use."""
     if path.startswith(_SCIM_PREFIX) or path == _SCIM_PREFIX.rstrip("/"):
         return "scim"
     if path.startswith(_ENVELOPE_PREFIXES) or path in ("/api/v1", "/auditlog"):
@@ -75,11 +76,11 @@ def _logged(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     return response
 
 
-def database_unavailable(surface: str) -> HttpResponse:
+def database_unavailable(kind: str) -> HttpResponse:
     message = "The database is unavailable; retry shortly."
-    if surface == "scim":
+    if kind == "scim":
         response: HttpResponse = scim_error(503, message)
-    elif surface == "envelope":
+    elif kind == "envelope":
         response = fail_json(message, 503)
     else:
         response = HttpResponse(
@@ -94,7 +95,7 @@ def database_unavailable(surface: str) -> HttpResponse:
 def exception_response(request: HttpRequest, exc_info: ExcInfo) -> HttpResponse | None:
     """The answer to an unexpected exception, logged once; None for a bug on a browser or SCIM path
     (handler500's page then, logged by Django as usual)."""
-    surface = _surface(request.path)
+    kind = surface(request.path)
     exc = exc_info[1]
     rid = request_id(request)
     if isinstance(exc, DATABASE_UNAVAILABLE):
@@ -107,8 +108,8 @@ def exception_response(request: HttpRequest, exc_info: ExcInfo) -> HttpResponse 
             request.path,
             rid,
         )
-        response = database_unavailable(surface)
-    elif surface == "envelope":
+        response = database_unavailable(kind)
+    elif kind == "envelope":
         logger.error(
             "unhandled %s on %s %s (request id %s)",
             type(exc).__name__,
@@ -133,7 +134,7 @@ class ApiErrorMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if _surface(request.path) == "envelope" and not response.has_header(HEADER):
+        if surface(request.path) == "envelope" and not response.has_header(HEADER):
             response[HEADER] = request_id(request)
         return response
 
@@ -147,10 +148,10 @@ def _surface_error(
     request: HttpRequest, status: int, message: str, html: Callable[[], HttpResponse], *, scim_message: str = ""
 ) -> HttpResponse:
     """`status` in the format of the request's surface, with its request id; `html()` for browser paths."""
-    surface = _surface(request.path)
-    if surface == "scim":
+    kind = surface(request.path)
+    if kind == "scim":
         response: HttpResponse = scim_error(status, scim_message or message)
-    elif surface == "envelope":
+    elif kind == "envelope":
         response = fail_json(message, status)
     else:
         return html()

@@ -122,7 +122,8 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Persistent connections: a new PostgreSQL connection per request costs several ms.
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
-    # No health check: it costs a `SELECT 1` round trip on every request (bench/README.md), and Django
+    # No health check: it costs a `SELECT 1` round trip on every request (kept for speed: bench/README.md,
+    # "Code kept for speed", "No connection health check"), and Django
     # already discards a connection that failed during a request when that request ends.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=False)
     # Server-side parameter binding: psycopg sends the SQL text with $n placeholders and the values apart.
@@ -207,8 +208,8 @@ CELERY_TIMEZONE = "UTC"
 
 # --- operations (contract §7.1) ---------------------------------------------------------------------------
 # `plain` (for people, the default) or `json` (one object per line: time, level, logger, message,
-# request_id, directory_id where known). gunicorn's and Celery's own lines follow it too
-# (server/gunicorn.conf.py, config/celery.py).
+# request_id, directory_id where known). granian's and Celery's own lines follow it too
+# (server/web.py, config/celery.py).
 LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}.")

@@ -1,11 +1,11 @@
-"""WSGI entry point (`config.wsgi:application`, what gunicorn serves).
+"""WSGI entry point (`config.wsgi:application`, what granian serves: `python -m server.web`).
 
-One Django process, two handlers: requests under settings.SCIM_PATH_PREFIX, nearly all the traffic
+First Roster's limits on the request line and headers (config.requestlimits), then one Django
+process, two handlers: requests under settings.SCIM_PATH_PREFIX, nearly all the traffic
 an identity provider sends, go to scim.http.wsgi, which answers SCIM requests without Django's request
 handler and hands anything else to a Django handler running settings.SCIM_MIDDLEWARE; every other
 request runs through the full settings.MIDDLEWARE. Both Django handlers resolve against the same
-URLconf. The six middlewares SCIM does not use cost 0.04-0.06 ms of CPU per SCIM request, Django's
-handler itself about 0.15 ms (`python -m bench.costs`, variants full_middleware and django_handler).
+URLconf. Kept for speed: bench/README.md, "Code kept for speed", "SCIM without Django's handler".
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ class MiddlewareSubsetHandler(WSGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         # Django builds the chain from settings.MIDDLEWARE; point it at the subset for the duration.
-        # This runs once, when the module is imported (before gunicorn forks, single-threaded).
+        # This runs once, when the module is imported (in server.web's launcher before it forks the
+        # workers, single-threaded).
         full = settings.MIDDLEWARE
         settings.MIDDLEWARE = self.middleware_paths
         try:
@@ -40,7 +41,8 @@ class MiddlewareSubsetHandler(WSGIHandler):
 
 
 class SurfaceApplication:
-    """Sends each request to the SCIM handler or the full one by the start of its path."""
+    """Refuses a request past Roster's limits (config.requestlimits), else sends it to the SCIM handler or
+    the full one by the start of its path."""
 
     def __init__(self) -> None:
         from scim.http.wsgi import ScimApplication  # imports models: only once the apps are loaded
@@ -50,9 +52,14 @@ class SurfaceApplication:
         self.scim = ScimApplication(fallback=MiddlewareSubsetHandler(settings.SCIM_MIDDLEWARE))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        refused = refuse(environ, start_response)
+        if refused is not None:
+            return refused
         handler = self.scim if environ.get("PATH_INFO", "").startswith(self.prefix) else self.full
         return handler(environ, start_response)
 
 
 django.setup(set_prefix=False)
+from config.requestlimits import refuse  # noqa: E402 - answers through Django's settings: after setup
+
 application = SurfaceApplication()

@@ -183,7 +183,7 @@ def json_body(request: Request) -> Any:
     """The request body as JSON. An empty body is `{}`; the Content-Type is not required to say JSON,
     so `curl -d '{...}'` (which sends form encoding) works as people expect."""
     # Django's request.body turns Content-Length into an int unguarded: a value that is not decimal
-    # digits ("abc", "1e3", "0x10", "-1") would escape as a ValueError, a 500. gunicorn refuses such
+    # digits ("abc", "1e3", "0x10", "-1") would escape as a ValueError, a 500. granian refuses such
     # requests itself, other servers and proxies may pass them on.
     length = request.META.get("CONTENT_LENGTH") or "0"
     if not (length.isascii() and length.isdigit()):

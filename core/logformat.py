@@ -1,5 +1,5 @@
 """The two log formats, chosen with LOG_FORMAT: `plain` (the default, for people) and `json` (one object
-per line, for a log pipeline). Imported by the LOGGING setting, gunicorn's config and the Celery app, so
+per line, for a log pipeline). Imported by the LOGGING setting and the Celery app, so
 nothing here may import Django's apps.
 
 Both read `request_id` and `directory_id` from the record, where core.logfilters.RequestScopeFields put
@@ -71,5 +71,5 @@ def formatter_class(log_format: str) -> str:
 
 def json_from_environ() -> bool:
     """LOG_FORMAT=json, for the process entry points that decide before Django's settings are loaded
-    (gunicorn's config, the Celery app, the worker launcher); config/settings.py checks the value."""
+    (the Celery app, the worker launcher); config/settings.py checks the value."""
     return os.environ.get("LOG_FORMAT", "").strip().lower() == "json"

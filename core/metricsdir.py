@@ -5,9 +5,11 @@ files under the directory named by PROMETHEUS_MULTIPROC_DIR, which must be set b
 first imported in the process (core.metrics imports it lazily for that reason). Roster gives each kind
 of server process its own folder under METRICS_DIR (one per node):
 
-- `web/`: the gunicorn workers. Emptied by gunicorn's master when it starts (server/gunicorn.conf.py,
-  `on_starting`), so a restarted web server starts its counters at zero, which Prometheus reads as a
-  counter reset; a worker that exits leaves its files, so its counts stay in the node's totals.
+- `web/`: the web server's workers. Emptied by `python -m server.web` when it starts, before it imports
+  prometheus-client and forks the workers (server/web.py, `metrics_prepare`), so a restarted web server
+  starts its counters at zero, which Prometheus reads as a counter reset; a worker that exits leaves its
+  files, so its counts stay in the node's totals. (Roster keeps no live gauges in these files: its gauges
+  are computed at scrape time, so a worker's exit needs no `mark_process_dead`.)
 - `worker-<pid>/`: one Celery worker (config/celery.py, `worker_init`). Kept after the worker exits
   for the same reason, and removed when the web server next starts.
 

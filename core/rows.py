@@ -1,10 +1,10 @@
 """Reading whole model rows by a fixed condition without the ORM's query compiler.
 
-Every SCIM request authenticates against its directory and most then read one user or group by
-id. Through a QuerySet each of those lookups spends CPU time building and compiling the same SQL
-again (bench/README.md, "What each change bought"). `RowReader` builds the column list and the value
-converters of a model once per database connection alias and then only executes: the SQL text is
-fixed, every value is a parameter.
+Every SCIM request authenticates against its directory and most then read one user or group by id.
+Through a QuerySet each of those lookups spends CPU time building and compiling the same SQL again (kept
+for speed: bench/README.md, "Code kept for speed", "Fixed SQL for hot lookups"). `RowReader` builds the
+column list and the value converters of a model once per database connection alias and then only
+executes: the SQL text is fixed, every value is a parameter.
 
 The rows come back as ordinary model instances (`Model.from_db`), with the same conversions the
 ORM applies (UUIDs and datetimes on SQLite, JSON fields, the decryption of secret fields), so the
@@ -55,8 +55,8 @@ def rows_cursor(alias: str = "default") -> Iterator[Any]:
 
     Why: Django registers its own loader for them on every PostgreSQL connection, a Python subclass of
     psycopg's Python loader that sets the connection's time zone (UTC) on each value. A user row has
-    two such values, so a page of 100 users parsed its times in Python 200 times; the measured gain
-    (a list page's CPU) is in bench/README.md, "Session 14". The compiled loader gives the same
+    two such values, so a page of 100 users parsed its times in Python 200 times (kept for speed:
+    bench/README.md, "Code kept for speed", "Compiled time loader"). The compiled loader gives the same
     instant with the session's time zone, which Django sets to UTC when it opens the connection, and
     every surface formats times through core.timefmt, which converts to UTC anyway. The loader is
     registered on the cursor, not the connection: Django checks the connection's loader when it opens

@@ -15,9 +15,9 @@ OFFSET, which walks every index entry before the page. Here instead:
   the middle of a provisioning run keeps paging by OFFSET (what it cost before) instead of paying
   for a rebuild on every request; once it is quiet, every position costs the same.
 
-At 100,000 users (EXPLAIN ANALYZE, bench/README.md): COUNT(*) took 7.5 ms and the OFFSET of the last
-page 15 ms; the page statement here executes in about 1 ms at any position. Building the marks walks
-the directory's index once (14 ms at 100,000); each gunicorn worker builds its own.
+A page costs the same at any position; building the marks walks the directory's index once; each web
+worker builds its own. Kept for speed: bench/README.md, "Code kept for speed", "Position marks for deep
+pages".
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def _tenant_directory_ids(*, tenant: str, product: str, directory_id: Any = None
 
     Filtering `directory_id IN (…)` instead of joining on the directory's tenant and product lets
     PostgreSQL read only these directories' rows through `(directory, created_at, id)` instead of every
-    row of the table (bench/README.md, Scale: 187 ms for a deep REST page at 100k users).
+    row of the table (kept for speed: bench/README.md, "Code kept for speed", "REST pages by directory id").
     """
     qs = Directory.objects.filter(tenant=tenant, product=product)
     if directory_id is not None:
@@ -132,8 +132,8 @@ def page_rows(
     `fields` are loaded (all concrete fields when None).
 
     The inner query selects only ids (an index-only scan of the `(directory, created_at, id)` index
-    walks the OFFSET), the outer one fetches the full rows of that page only: at the end of a 100k
-    directory 83 → 39 ms in EXPLAIN ANALYZE (bench/README.md, Scale). Same rows, same order as
+    walks the OFFSET), the outer one fetches the full rows of that page only (kept for speed:
+    bench/README.md, "Code kept for speed", "Deferred join for deep pages"). Same rows, same order as
     `qs.order_by(*order).only(*fields)[offset:offset + limit]`.
     """
     ids = qs.order_by(*order).values("pk")[offset : offset + limit]
@@ -176,7 +176,8 @@ def tenant_users_page(
     at any offset; otherwise the OFFSET walks the (directory, created_at, id) index (one statement, see
     page_rows). The directories are named by id, not by a subquery on tenant and product, so that the
     planner sees one directory's rows and walks them in order: a `group` filter then probes the
-    membership index user by user (bench/README.md, issue 21) instead of joining every user.
+    membership index user by user instead of joining every user (kept for speed: bench/README.md, "Code
+    kept for speed", "REST pages by directory id").
     """
     ids = [directory.id for directory in directories]
     if not ids:

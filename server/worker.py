@@ -2,11 +2,11 @@
 
 `celery -A config worker` runs the same worker. Why this exists: memory. The `celery` program imports
 all of its subcommands before it runs one, and its `amqp` shell brings prompt_toolkit, pygments and
-wcwidth into every worker. Gain: bench/README.md, "Session 5 results", item 1 of "What changed this
-session". Delete it when `celery -A config worker` no longer loads those (compare the worker's PSS in
-`python -m bench.compare`'s per-process split) and use that command instead. The options are the
-worker options Roster's deployment uses; anything else comes from the CELERY_* settings, as with the
-`celery` command.
+wcwidth into every worker. Kept for memory: bench/README.md, "Code kept for speed", "Celery worker
+without the celery command". Delete it when `celery -A config worker` no longer loads those (compare the
+worker's PSS in `python -m bench.compare`'s per-process split) and use that command instead. The options
+are the worker options Roster's deployment uses; anything else comes from the CELERY_* settings, as with
+the `celery` command.
 """
 
 from __future__ import annotations

@@ -13,21 +13,24 @@ So a SCIM request never waits on a database round trip for its health or its log
 is written in the request's transaction; a burst of failed requests costs one INSERT, not one commit
 each. What a reader sees lags by at most one interval (plus the write itself).
 
-Also written: what is left when the process exits normally (a gunicorn worker stopping or recycled, a
-test run ending: `atexit`), and whatever a caller asks for with `flush()` (the test suite, with
-SCIM_ACTIVITY_FLUSH_SECONDS = 0, which starts no thread). What cannot be written because the database is
-unreachable is kept for the next flush (log entries up to LOG_QUEUE_BYTES, then the newest are dropped
-and counted), and said at DEBUG only: every request that meets the outage already logs its 503. A log
-entry the database refuses is dropped. Each other problem is one WARNING line per flush, naming the
-error's class, never an entry's content. What a process killed outright
-(SIGKILL, the out-of-memory killer) had not written yet is lost: at most one interval of counters and
-log entries, never a request's data. A forked child starts empty and starts its own thread.
+Also written: what is left when the process exits normally (a web worker stopping or replaced, a test
+run ending: `atexit`, and multiprocessing's exit function for the web server's workers, which granian
+starts with multiprocessing and which leave through `os._exit`, skipping `atexit`), and whatever a
+caller asks for with `flush()` (the test suite, with SCIM_ACTIVITY_FLUSH_SECONDS = 0, which starts no
+thread). What cannot be written because the database is unreachable is kept for the next flush (log
+entries up to LOG_QUEUE_BYTES, then the newest are dropped and counted), and said at DEBUG only: every
+request that meets the outage already logs its 503. A log entry the database refuses is dropped. Each
+other problem is one WARNING line per flush, naming the error's class, never an entry's content. What a
+process killed outright (SIGKILL, the out-of-memory killer) had not written yet is lost: at most one
+interval of counters and log entries, never a request's data. A forked child starts empty and starts its
+own thread.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import multiprocessing.util
 import os
 import threading
 import time
@@ -71,6 +74,7 @@ class Recorder:
         self._entries_bytes = 0
         self._dropped = 0
         self._started = False
+        self._exited = False
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -103,6 +107,7 @@ class Recorder:
     def _start(self) -> None:
         self._started = True
         atexit.register(self._exit)
+        multiprocessing.util.Finalize(self, self._exit, exitpriority=10)
         interval = float(settings.SCIM_ACTIVITY_FLUSH_SECONDS)
         if interval > 0:
             self._flusher = threading.Thread(target=self._run, args=(interval,), name="scim-activity", daemon=True)
@@ -200,6 +205,9 @@ class Recorder:
             self._flusher.join(EXIT_WAIT_SECONDS)
 
     def _exit(self) -> None:
+        if self._exited:
+            return  # both exit paths ran (a process that is not a multiprocessing child)
+        self._exited = True
         self.stop()
         try:
             self.flush()

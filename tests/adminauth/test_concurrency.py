@@ -1,4 +1,4 @@
-"""Behaviour that only shows with several database connections at once (gunicorn workers).
+"""Behaviour that only shows with several database connections at once (web workers).
 
 Run on PostgreSQL (CI does); SQLite's single writer serialises the threads into a different test.
 """

@@ -1,4 +1,4 @@
-"""A catalogue of hostile inputs against every surface, through the WSGI application gunicorn serves.
+"""A catalogue of hostile inputs against every surface, through the WSGI application granian serves.
 
 This is the outside black-box check in test form: each case is a raw request (method, path bytes, query
 bytes, headers, body bytes, Content-Length as sent) handed to `config.wsgi.application` in-process, with
@@ -165,7 +165,7 @@ def world(transactional_db: None, settings: Any) -> World:
 @dataclass
 class Case:
     method: str
-    path: str  # as sent on the request line: may hold percent-escapes, decoded the way gunicorn does
+    path: str  # as sent on the request line: may hold percent-escapes, decoded the way granian does
     query: str = ""
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
@@ -193,7 +193,7 @@ def send(case: Case) -> tuple[int, dict[str, str], bytes]:
     }
     for name, value in case.headers.items():
         environ["HTTP_" + name.upper().replace("-", "_")] = value
-    # gunicorn unquotes the path and passes it on as latin-1 text of the raw bytes (PEP 3333).
+    # granian unquotes the path and passes it on as latin-1 text of the raw bytes (PEP 3333).
     path_info = unquote_to_bytes(case.path).decode("latin-1")
     status, headers, body = wsgi_run(
         application, path_info, method=case.method, body=case.body, query=case.query, **environ

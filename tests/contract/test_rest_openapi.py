@@ -1,7 +1,7 @@
 """The REST API keeps the contract its own OpenAPI document states, checked by schemathesis.
 
 The document is loaded the way a client gets it (`GET /api/v1/schema` with the test API key) and every
-operation in it is exercised in-process through `config.wsgi.application`, the WSGI entry gunicorn
+operation in it is exercised in-process through `config.wsgi.application`, the WSGI entry granian
 serves, with schemathesis's examples, coverage (boundary and invalid values for each parameter and body
 field) and fuzzing phases, positive and negative data. Every response must pass these checks:
 not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,

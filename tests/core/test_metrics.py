@@ -24,7 +24,7 @@ def samples(exposition: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], 
 
 
 def _process(folder: Path, code: str) -> None:
-    """A separate Python process writing its metrics under `folder`, as a gunicorn or Celery worker does."""
+    """A separate Python process writing its metrics under `folder`, as a web or Celery worker does."""
     env = {**os.environ, metricsdir.MULTIPROC_ENV: str(folder), "DJANGO_SETTINGS_MODULE": "config.settings_test"}
     script = "import django; django.setup()\nfrom django.conf import settings\nsettings.METRICS_TOKEN = 't'\n"
     script += "from core import metrics\n" + textwrap.dedent(code)
@@ -38,7 +38,7 @@ def test_the_processes_of_a_node_add_up_in_one_scrape(tmp_path: Path) -> None:
         "metrics.scim_request(directory_type='okta-scim-v2', method='POST', resource='users', status=201, "
         "seconds=0.004)"
     )
-    for _ in range(2):  # two gunicorn workers (two pids) in web/
+    for _ in range(2):  # two web workers (two pids) in web/
         _process(web, f"for _ in range(3): {scim}\n")
     _process(worker, "metrics.delivery_attempted(delivered=True, error_class='', seconds=0.02, lag=0.3)\n")
     got = samples(metrics.exposition(base=tmp_path))

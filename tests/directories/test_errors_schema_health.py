@@ -174,7 +174,7 @@ def test_schema_prose_names_no_code(api_client: Client) -> None:
     leaks = [(where, match.group(0)) for where, text in prose for match in _CODE_NAMES.finditer(text)]
     assert leaks == []
     # The pattern itself finds what it is for.
-    for sample in ("see _tighten", "errors through core.envelope", "in keepalive_worker.py"):
+    for sample in ("see _tighten", "errors through core.envelope", "in requestlimits.py"):
         assert _CODE_NAMES.search(sample), sample
     legitimate = (
         "POST /user/_login: root token",

@@ -2,7 +2,7 @@
 
 Everything here is started by the suite and stopped by it, by PID: a PostgreSQL cluster made with
 `initdb` in a temporary directory (run as the `postgres` OS user when the suite runs as root, since
-initdb refuses root), a `redis-server` child process, gunicorn with server/gunicorn.conf.py, a Celery
+initdb refuses root), a `redis-server` child process, the web server (`python -m server.web`), a Celery
 worker (`python -m server.worker --pool threads`) and a webhook receiver thread. The machine's shared
 PostgreSQL and Redis are never touched: the scenarios stop and kill these.
 
@@ -33,7 +33,7 @@ import redis
 
 from bench.httpclient import Client
 from bench.procs import Service, memory_kib, process_tree, wait_http
-from bench.systems import RosterOptions, roster_env
+from bench.systems import RosterOptions, roster_env, web_command, worker_command
 from core.metricsdir import pid_alive
 from tests.webhooks.conftest import Received, Receiver, _handler, _QuietServer, closed_port
 
@@ -172,6 +172,14 @@ class RedisServer:
             self.service.stop()
             self.service = None
 
+    def consumers(self) -> int:
+        """Clients waiting on a queue (BRPOP): the Celery workers consuming from this broker."""
+        try:
+            with redis.Redis.from_url(self.url, socket_timeout=2) as client:
+                return sum(1 for entry in client.client_list() if entry.get("cmd") == "brpop")
+        except redis.RedisError:
+            return 0
+
     def ping(self) -> bool:
         try:
             return bool(self.client().ping())
@@ -243,7 +251,8 @@ def received_ids(receiver: Receiver, directory_id: str | None = None) -> list[st
 
 
 class Roster:
-    """gunicorn (2 workers) and one Celery worker, DEBUG off, on the cluster and Redis above."""
+    """The web server (one worker per core, 2 here) and one Celery worker, DEBUG off, on the cluster and Redis
+    above; started with the README's production commands."""
 
     def __init__(self, pg: PostgresCluster, redis: RedisServer, logs: Path) -> None:
         self.pg = pg
@@ -259,8 +268,6 @@ class Roster:
                     "CELERY_BROKER_URL": redis.url,
                     "API_KEYS": API_KEY,
                     "WEBHOOK_TIMEOUT": str(WEBHOOK_TIMEOUT),
-                    "GUNICORN_BIND": f"127.0.0.1:{self.port}",
-                    "GUNICORN_WORKERS": "2",
                     # Operations (tests/faults/test_nodes.py): the admin API, /metrics of this node only.
                     "ADMIN_ROOT_TOKEN": ADMIN_ROOT_TOKEN,
                     "ADMIN_JWT_SECRET": "faults-admin-jwt-secret-0123456789abcdef",
@@ -274,10 +281,9 @@ class Roster:
         )
         self.web: Service | None = None
         self.worker: Service | None = None
-        self.worker_log_from = 0
 
     def other_node(self, logs: Path) -> Roster:
-        """Another node of the same deployment: its own gunicorn and Celery worker, on this one's database
+        """Another node of the same deployment: its own web server and Celery worker, on this one's database
         and broker, with the same settings and secrets (a second machine, as far as Roster can tell)."""
         node = Roster.__new__(Roster)
         node.pg, node.redis, node.logs = self.pg, self.redis, logs
@@ -285,12 +291,10 @@ class Roster:
         node.database_url = self.database_url
         node.env = {
             **self.env,
-            "GUNICORN_BIND": f"127.0.0.1:{node.port}",
             "PORT": str(node.port),
             "METRICS_DIR": str(logs / "metrics"),
         }
         node.web = node.worker = None
-        node.worker_log_from = 0
         return node
 
     @property
@@ -316,14 +320,14 @@ class Roster:
         self.worker_start()
 
     def web_start(self) -> None:
-        argv = [sys.executable, "-m", "gunicorn", "-c", "server/gunicorn.conf.py", "config.wsgi"]
+        argv = web_command(RosterOptions(port=self.port))
         self.web = Service("roster-web", argv, env=self.env, cwd=ROOT, log=self.logs / "web.log")
         wait_http("127.0.0.1", self.port, "/healthz", timeout=60, proc=self.web)
 
     @staticmethod
     def terminate(service: Service, timeout: float = 60.0) -> int:
         """SIGTERM, as systemd or a rolling deploy stops a process, and wait for it to finish on its own
-        (gunicorn's graceful timeout, Celery's warm shutdown); its exit code."""
+        (granian lets its workers finish the requests in flight, Celery's warm shutdown); its exit code."""
         with contextlib.suppress(ProcessLookupError):
             os.kill(service.pid, signal.SIGTERM)
         code = service.proc.wait(timeout)
@@ -331,24 +335,15 @@ class Roster:
         return code
 
     def worker_start(self) -> None:
-        argv = [sys.executable, "-m", "server.worker", "--pool", "threads", "-c", "4", "-l", "INFO"]
         log = self.logs / "worker.log"
-        self.worker_log_from = log.stat().st_size if log.exists() else 0
-        self.worker = Service("roster-worker", argv, env=self.env, cwd=ROOT, log=log)
-        # Ready once it consumes from the queue: Celery logs "celery@<host> ready." at INFO.
-        if not wait_for(lambda: " ready." in self.worker_log() or not self.worker.alive(), 60, 0.2):
+        consumers = self.redis.consumers()
+        self.worker = Service("roster-worker", worker_command(RosterOptions()), env=self.env, cwd=ROOT, log=log)
+        # Ready once it consumes from the queue (the production command logs at WARNING, so Celery's
+        # "ready." line is not there to wait for): one more client blocked reading the broker's queue.
+        if not wait_for(lambda: self.redis.consumers() > consumers or not self.worker.alive(), 60, 0.2):
             raise RuntimeError(f"the Celery worker did not start:\n{self.worker.tail()}")
         if not self.worker.alive():
             raise RuntimeError(f"the Celery worker exited:\n{self.worker.tail()}")
-
-    def worker_log(self) -> str:
-        """The log of the current worker process."""
-        try:
-            with open(self.logs / "worker.log", "rb") as f:
-                f.seek(self.worker_log_from)
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
 
     def worker_kill(self) -> None:
         """SIGKILL the worker's whole process group: no warm shutdown, nothing put back."""

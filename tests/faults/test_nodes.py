@@ -1,7 +1,7 @@
 """Several nodes and rolling restarts (contract §7.1): two web servers and two Celery workers on one
 PostgreSQL and one broker answer alike at once, deliver each event once, and a SIGTERM loses nothing.
 
-Node A is the fault suite's Roster; node B is a second gunicorn (2 workers) and a second Celery worker,
+Node A is the fault suite's Roster; node B is a second web server (2 workers) and a second Celery worker,
 separate processes with the same settings, as a second machine would run them.
 """
 
@@ -67,7 +67,7 @@ def _with_header(roster: Roster, authorization: str) -> Client:
 
 
 def _statuses(roster: Roster, authorization: str, path: str, times: int = 6) -> set[int]:
-    """`times` requests on new connections, so that both gunicorn workers of the node answer some."""
+    """`times` requests on new connections, so that both web workers of the node answer some."""
     seen = set()
     for _ in range(times):
         client = _with_header(roster, authorization)
@@ -204,7 +204,7 @@ def test_a_rolling_restart_answers_no_5xx_and_leaves_no_event_sending(nodes: tup
         loader.start()
         try:
             time.sleep(2)
-            assert Roster.terminate(node_a.web) == 0  # gunicorn finishes what it serves, then exits 0
+            assert Roster.terminate(node_a.web) == 0  # granian finishes what it serves, then exits 0
             node_a.web_start()
             time.sleep(2)
             assert wait_for(lambda: len(received_ids(receiver, directory_id)) >= 3, 30)

@@ -1,6 +1,6 @@
 """config.wsgi: SCIM requests run through settings.SCIM_MIDDLEWARE, everything else through the full chain.
 
-These call the WSGI application gunicorn serves (Django's test Client builds its own handler with the
+These call the WSGI application granian serves (Django's test Client builds its own handler with the
 full chain, so the other tests never see the split). Transactional, because each request closes or
 reuses the database connection the way a real one does.
 """

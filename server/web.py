@@ -1,0 +1,172 @@
+"""Roster's web server: granian serving `config.wsgi:application`. `python -m server.web [--bind H:P] [--workers N]`.
+
+What it adds to `granian --interface wsgi config.wsgi:application` (docs/deployment.md shows that plain
+line with the options below):
+
+- Roster's defaults for granian's options (`DEFAULTS`); any `GRANIAN_*` variable granian knows (see
+  `granian --help`) wins over them, and `--bind` / `--workers` win over both.
+- The node's metrics folder (core/metricsdir.py) emptied and named in PROMETHEUS_MULTIPROC_DIR before
+  anything imports prometheus-client, so /metrics adds up every worker of the node.
+- The application imported once, here, before granian forks its workers (Python's `fork` start method,
+  the default on Linux): the workers start in milliseconds and share the pages of the code instead of
+  each importing Django. Kept for memory: bench/README.md, "Code kept for speed", "Preload before fork".
+- granian's own log lines (start, workers, the optional access log) in Roster's LOG_FORMAT.
+
+Signals are granian's: SIGTERM or SIGINT stops accepting, lets every worker finish the requests it has
+started (up to GRANIAN_WORKERS_KILL_TIMEOUT seconds), then exits 0; SIGHUP replaces the workers one by
+one (forked again from this process, so with the code it loaded: a new release needs a restart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import os
+import sys
+from pathlib import Path
+
+# (granian option, its value, the variable that replaces it). One worker per core, at least 2: a
+# request is short and CPU-bound, and PostgreSQL's backends and the Celery worker use the cores while a
+# web worker waits on a round trip. One thread runs the application in each worker; granian's Rust
+# side holds the clients' connections (kept alive between requests) and queues their requests.
+DEFAULTS: tuple[tuple[str, str | None, str], ...] = (
+    ("--interface", "wsgi", "GRANIAN_INTERFACE"),
+    ("--blocking-threads", "1", "GRANIAN_BLOCKING_THREADS"),
+    # HTTP/1.1 only, as identity providers and the TLS proxy in front speak it; no WebSocket route.
+    ("--http", "1", "GRANIAN_HTTP"),
+    ("--no-ws", None, "GRANIAN_WEBSOCKETS"),
+    # Large enough that a head within Roster's own limits (config/requestlimits.py: 8 KiB line, 64
+    # fields of 8 KiB) always reaches Roster, which answers past them in the surface's format.
+    ("--http1-buffer-size", str(1024 * 1024), "GRANIAN_HTTP1_BUFFER_SIZE"),
+    # Identity providers give up after 30 s (Entra) to 60 s (Okta); a stop waits this long for the
+    # requests in flight, then kills the worker.
+    ("--workers-kill-timeout", "20", "GRANIAN_WORKERS_KILL_TIMEOUT"),
+    # A worker that dies (killed, out of memory) is replaced instead of stopping the whole server.
+    ("--respawn-failed-workers", None, "GRANIAN_RESPAWN_FAILED_WORKERS"),
+)
+TARGET = "config.wsgi:application"
+
+
+def workers_default() -> int:
+    return max(2, os.cpu_count() or 1)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m server.web", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--bind",
+        default=None,
+        help="HOST:PORT to listen on; default: GRANIAN_HOST and GRANIAN_PORT, else 0.0.0.0 and $PORT (8000)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="worker processes; default: GRANIAN_WORKERS, else cores (at least 2)"
+    )
+    args = parser.parse_args(argv)
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.bind is not None:
+        host, _, port = args.bind.rpartition(":")
+        if not host or not port.isdigit():
+            parser.error("--bind takes HOST:PORT, e.g. 127.0.0.1:8000")
+        args.host, args.port = host.strip("[]"), int(port)
+    return args
+
+
+def granian_arguments(args: argparse.Namespace, environ: dict[str, str] | None = None) -> list[str]:
+    """The command line of granian's own `granian` command that this start amounts to."""
+    environ = os.environ if environ is None else environ
+    argv: list[str] = []
+    for option, value, variable in DEFAULTS:
+        if variable not in environ:
+            argv += [option] if value is None else [option, value]
+    if args.bind is not None:
+        argv += ["--host", args.host, "--port", str(args.port)]
+    else:
+        if "GRANIAN_HOST" not in environ:
+            argv += ["--host", "0.0.0.0"]  # noqa: S104 - a server; the systemd unit binds 127.0.0.1 behind the proxy
+        if "GRANIAN_PORT" not in environ:
+            argv += ["--port", environ.get("PORT") or "8000"]
+    if args.workers is not None:
+        argv += ["--workers", str(args.workers)]
+    elif "GRANIAN_WORKERS" not in environ:
+        argv += ["--workers", str(workers_default())]
+    return [*argv, TARGET]
+
+
+def metrics_prepare() -> Path:
+    """The node's web metrics start from an empty folder (a restart is a counter reset to Prometheus), the
+    folders of Celery workers that are gone go, and every process started from here writes under it.
+    Before prometheus-client is imported: it reads PROMETHEUS_MULTIPROC_DIR once, on import."""
+    from core import metricsdir
+
+    base = Path(os.environ.get("METRICS_DIR") or metricsdir.default_base())
+    folder = metricsdir.web_prepare(base)
+    metricsdir.use(folder)
+    return folder
+
+
+def preload() -> None:
+    """Import, before the fork, what every worker would otherwise import on its own.
+
+    Django imports the URLconf (and with it every view module) on the first request; core.metrics imports
+    prometheus-client on the first metric recorded; kombu imports the broker's transport (redis-py) on
+    the first publish. Imported here, all of it sits in pages the workers share. `gc.freeze()` then moves
+    every object made so far out of the collector's reach, so the workers' collections do not write to
+    (and so copy) those pages, as the CPython documentation recommends before a fork.
+    """
+    from django.urls import get_resolver
+
+    import config.wsgi  # noqa: F401 - Django set up, the application built
+
+    get_resolver().url_patterns  # noqa: B018 - the import side effect is the point
+    _broker_transport_load()
+    import prometheus_client.multiprocess  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+
+
+def _broker_transport_load() -> None:
+    """Creating the transport object imports its module; nothing connects."""
+    from django.conf import settings
+
+    if not settings.CELERY_BROKER_URL:
+        return  # in-process deliveries, no broker
+    from config.celery import app
+
+    connection = app.connection_for_write()
+    try:
+        connection.transport  # noqa: B018 - the import side effect is the point
+    finally:
+        connection.release()
+
+
+def logging_use_roster_format() -> None:
+    """granian configures logging in its main process and again in each worker, from the dictionary
+    `granian.log.LOGGING_CONFIG` (updated by GRANIAN_LOG_CONFIG's file when one is given). Making it
+    Roster's own LOGGING plus granian's two loggers keeps one format (LOG_FORMAT) for every line."""
+    import granian.log
+    from django.conf import settings
+
+    config = copy.deepcopy(settings.LOGGING)
+    ours = {"handlers": ["console"], "level": "INFO", "propagate": False}
+    config["loggers"] = {**config.get("loggers", {}), "_granian": dict(ours), "granian.access": dict(ours)}
+    granian.log.LOGGING_CONFIG = config
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    metrics_prepare()
+    preload()
+    logging_use_roster_format()
+    from granian.cli import cli
+
+    # granian's own command, given Roster's defaults; it reads every GRANIAN_* variable itself.
+    cli.main(args=granian_arguments(args), prog_name="granian", auto_envvar_prefix="GRANIAN")
+    return 0  # cli.main exits with granian's status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

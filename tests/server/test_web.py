@@ -1,0 +1,197 @@
+"""`python -m server.web`: the granian command line it amounts to, what it loads before the fork, and a
+real server's log lines, request ids and node metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from server import web
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _arguments(argv: list[str], environ: dict[str, str]) -> list[str]:
+    return web.granian_arguments(web.parse(argv), environ)
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+# --- the command line --------------------------------------------------------------------------------------
+
+
+def test_without_options_roster_s_defaults_make_the_granian_command() -> None:
+    argv = _arguments([], {})
+    assert argv[-1] == "config.wsgi:application"
+    assert _option(argv, "--interface") == "wsgi"
+    assert _option(argv, "--blocking-threads") == "1"
+    assert _option(argv, "--http") == "1"
+    assert "--no-ws" in argv and "--respawn-failed-workers" in argv
+    assert _option(argv, "--http1-buffer-size") == str(1024 * 1024)
+    assert _option(argv, "--workers-kill-timeout") == "20"
+    assert (_option(argv, "--host"), _option(argv, "--port")) == ("0.0.0.0", "8000")
+    assert _option(argv, "--workers") == str(max(2, os.cpu_count() or 1))
+
+
+def test_a_granian_variable_replaces_roster_s_default_for_its_option() -> None:
+    argv = _arguments([], {"GRANIAN_BLOCKING_THREADS": "4", "GRANIAN_WORKERS": "3", "GRANIAN_WEBSOCKETS": "true"})
+    assert "--blocking-threads" not in argv and "--workers" not in argv and "--no-ws" not in argv
+    assert _option(argv, "--http") == "1"  # the others stay
+
+
+def test_bind_and_workers_win_over_the_variables() -> None:
+    argv = _arguments(["--bind", "127.0.0.1:9001", "--workers", "5"], {"GRANIAN_WORKERS": "3", "GRANIAN_PORT": "1"})
+    assert (_option(argv, "--host"), _option(argv, "--port"), _option(argv, "--workers")) == ("127.0.0.1", "9001", "5")
+
+
+def test_the_port_comes_from_port_when_nothing_else_names_it() -> None:
+    assert _option(_arguments([], {"PORT": "8123"}), "--port") == "8123"
+    argv = _arguments([], {"GRANIAN_HOST": "::1", "GRANIAN_PORT": "8124"})
+    assert "--host" not in argv and "--port" not in argv
+
+
+def test_an_ipv6_bind_address_loses_its_brackets() -> None:
+    assert _option(_arguments(["--bind", "[::1]:8000"], {}), "--host") == "::1"
+
+
+@pytest.mark.parametrize("bind", ["8000", "localhost", ":8000", "host:port"])
+def test_a_bind_without_host_and_port_is_refused(bind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        web.parse(["--bind", bind])
+    assert "--bind takes HOST:PORT" in capsys.readouterr().err
+
+
+def test_zero_workers_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        web.parse(["--workers", "0"])
+
+
+# --- what the launcher loads before the fork ---------------------------------------------------------------
+
+PROBE = """
+import gc, sys
+from server import web
+folder = web.metrics_prepare()
+web.preload()
+print("kombu.transport.redis" in sys.modules, "scim.http.views" in sys.modules, gc.get_freeze_count() > 0,
+      "prometheus_client" in sys.modules, str(folder) == __import__("os").environ["PROMETHEUS_MULTIPROC_DIR"])
+"""
+
+
+def _probe(tmp_path: Path, **env: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env={
+            **{k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "PROMETHEUS_MULTIPROC_DIR")},
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DEBUG": "false",
+            "SECRET_KEY": "roster-test-secret-key-not-for-production",
+            "METRICS_DIR": str(tmp_path),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_the_launcher_loads_the_app_and_the_broker_transport_without_connecting(tmp_path: Path) -> None:
+    # Nothing listens on port 1: loading the transport must not try to connect.
+    assert _probe(tmp_path, CELERY_BROKER_URL="redis://127.0.0.1:1/0") == "True True True True True"
+
+
+def test_without_a_broker_no_transport_is_loaded(tmp_path: Path) -> None:
+    assert _probe(tmp_path) == "False True True True True"
+
+
+def test_the_metrics_folder_is_emptied_and_gone_celery_workers_removed(tmp_path: Path) -> None:
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / "counter_1.db").write_bytes(b"old")
+    (tmp_path / "worker-999999999").mkdir()  # no such process
+    live = tmp_path / f"worker-{os.getpid()}"
+    live.mkdir()
+    _probe(tmp_path)
+    assert list((tmp_path / "web").iterdir()) == []
+    assert not (tmp_path / "worker-999999999").exists()
+    assert live.is_dir()
+
+
+# --- a real server ----------------------------------------------------------------------------------------
+
+
+def _get(port: int, path: str, token: str = "") -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - a local test server
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def test_two_workers_log_json_answer_with_request_ids_add_up_on_metrics_and_stop_cleanly(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("GRANIAN_", "DJANGO_", "CELERY_", "DATABASE_"))},
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "false",
+        "SECRET_KEY": "web-test-secret-key-0123456789-abcdefghijklmnop",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
+        "METRICS_DIR": str(tmp_path / "metrics"),
+        "METRICS_TOKEN": "web-test-metrics-token",
+        "LOG_FORMAT": "json",
+    }
+    log = tmp_path / "web.log"
+    argv = [sys.executable, "-m", "server.web", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, _, _ = _get(port, "/healthz")
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.1)
+        # A new connection each: the kernel hands them to both workers.
+        answers = [_get(port, "/api/v1/no-such-route") for _ in range(40)]
+        assert {status for status, _, _ in answers} == {404}
+        assert all(re.fullmatch(r"[0-9a-f]{32}", headers["x-request-id"]) for _, headers, _ in answers)
+        pids = {path.stem.split("_")[-1] for path in (tmp_path / "metrics" / "web").glob("counter_*.db")}
+        assert len(pids) == 2, "both workers counted requests"
+        status, _, body = _get(port, "/metrics", token="web-test-metrics-token")
+        assert status == 200
+        counted = sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in body.decode().splitlines()
+            if line.startswith("roster_http_requests_total{") and 'status="404"' in line
+        )
+        assert counted == 40  # the node's total, whichever worker answered the scrape
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        code = process.wait(30)
+    assert code == 0
+    lines = [line for line in log.read_text().splitlines() if line.strip()]
+    assert any("Starting granian" in line for line in lines)
+    for line in lines:
+        record = json.loads(line)  # granian's own lines too: one format for the whole stream
+        assert {"time", "level", "logger", "message"} <= record.keys()

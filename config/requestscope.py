@@ -5,7 +5,10 @@
   (core.logfilters.RequestScopeFields), and in the `X-Request-Id` header of every answer, whatever the
   surface (portal pages and probes included).
 - One log line (logger `roster.requests`, INFO) for every answer with a 4xx status: method, route
-  pattern (never the path or its query: ids and filter values are personal data), status and time. A
+  pattern (never the path or its query: ids and filter values are personal data, and a setup link's path
+  holds its token), status and time.
+- The request's environ with any setup link's token masked once the answer is made
+  (setuplinks.redaction), for the web server's access log, which reads it afterwards. A
   5xx already has its line: Roster's error funnels log it (and mark it), and `django.request` logs
   every other one at ERROR, both carrying the request id.
 - A count and a duration for /metrics by surface and route pattern (core.metrics).
@@ -26,6 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from core import metrics
 from core.logfilters import ALREADY_LOGGED
 from core.requestid import HEADER, scope_enter, scope_exit
+from setuplinks.redaction import environ_mask
 
 logger = logging.getLogger("roster.requests")
 
@@ -34,6 +38,7 @@ _SURFACES = (
     ("/api/v1/", "rest"),
     ("/auditlog/", "admin"),
     ("/portal/", "portal"),
+    ("/setup/", "setup"),
     ("/static/", "static"),
 )
 
@@ -68,6 +73,9 @@ class RequestScopeMiddleware:
             return response
         finally:
             scope_exit(token)
+            # The web server's access log, written after this from the same environ, must not show a
+            # setup link's token (in the path, or in the Referer of the page's stylesheet and script).
+            environ_mask(request.META)
 
     def _observe(self, request: HttpRequest, response: HttpResponse, seconds: float) -> None:
         status = response.status_code

@@ -47,7 +47,6 @@ def setup_link_invite(request: HttpRequest, directory_id: str) -> HttpResponse:
                 request,
                 "portal/directories/setup_link_created.html",
                 {"directory": directory, "link": link, "url": setup_link_url(token), "tab": "overview"},
-                status=201,
             )
     return render(
         request,

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.request import Request
@@ -23,7 +24,14 @@ from adminapi.rendering import admin_token_data, admin_user_data, admin_user_lis
 from adminauth import selectors, services
 from adminauth.resends import changes_resend_audited
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
-from core.apiinput import json_object_body, page_bounds, query_boolean, query_check, query_http_status
+from core.apiinput import (
+    fields_known,
+    json_object_body,
+    page_bounds,
+    query_boolean,
+    query_check,
+    query_http_status,
+)
 from core.envelope import EnvelopeOnly, fail, fail_json, ok
 from core.errors import NotFound, ValidationFailed
 from directories.activity.rendering import scim_log_entry_data
@@ -38,6 +46,9 @@ from directories.selectors import (
     user_groups_attach,
 )
 from directories.services import scim_secret_rotation_input
+from setuplinks.rendering import setup_link_data
+from setuplinks.selectors import setup_link_get, setup_link_list
+from setuplinks.services import Actor, setup_link_create, setup_link_input, setup_link_revoke
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list
 from webhooks.services import changes_resend_input
@@ -80,6 +91,9 @@ class AdminView(AdminApiView):
 
     def _ip(self) -> str | None:
         return client_ip(self.request)
+
+    def _actor(self) -> Actor:
+        return Actor(name=self.request.user.email, via="admin-api", admin=self.request.user, client_ip=self._ip())
 
 
 class LoginApi(AdminApiView):
@@ -254,6 +268,32 @@ class DirectoryScimRequestsApi(AdminView):
         return ok([scim_log_entry_data(entry) for entry in paged(request, qs)])
 
 
+class SetupLinksApi(AdminView):
+    """A directory's setup links (contract §3.1): list them newest first, or create one (its URL shown in
+    this answer only), audited with the admin."""
+
+    def get(self, request: Request, directory_id: str) -> Response:
+        directory = self._directory(directory_id)
+        now = timezone.now()
+        return ok([setup_link_data(link, now=now) for link in paged(request, setup_link_list(directory=directory))])
+
+    def post(self, request: Request, directory_id: str) -> Response:
+        directory = self._directory(directory_id)
+        asked = setup_link_input(_body(request))
+        link, token = setup_link_create(directory=directory, actor=self._actor(), asked=asked)
+        return ok(setup_link_data(link, token=token), status=201)
+
+
+class SetupLinkApi(AdminView):
+    def delete(self, request: Request, directory_id: str, link_id: str) -> Response:
+        """Revoke now, on every node: 204, also for a link already revoked or expired."""
+        link = setup_link_get(directory=self._directory(directory_id), link_id=link_id)
+        if link is None:
+            raise NotFound("Setup link not found.")
+        setup_link_revoke(link=link, actor=self._actor())
+        return Response(status=204)
+
+
 class TokensApi(AdminView):
     def post(self, request: Request) -> Response:
         row, secret = services.admin_token_create(actor=request.user, client_ip=self._ip())
@@ -268,9 +308,7 @@ class TokenApi(AdminView):
         if token is None:
             raise NotFound("Admin token not found.")
         body = _body(request)
-        unknown = sorted(set(body) - {"disabled"})
-        if unknown:
-            raise ValidationFailed(f"Unknown field(s): {', '.join(unknown)}. Updatable: disabled.", field=unknown[0])
+        fields_known(body, ["disabled"], verb="Updatable")
         disabled = body.get("disabled")
         if disabled is not True:
             if disabled is False:
@@ -291,9 +329,7 @@ class AdminUserApi(AdminView):
         if user is None:
             raise NotFound("Admin user not found.")
         body = _body(request)
-        unknown = sorted(set(body) - {"timezone"})
-        if unknown:
-            raise ValidationFailed(f"Unknown field(s): {', '.join(unknown)}. Updatable: timezone.", field=unknown[0])
+        fields_known(body, ["timezone"], verb="Updatable")
         user = services.admin_user_timezone_set(
             actor=request.user, client_ip=self._ip(), user=user, timezone_name=body.get("timezone")
         )

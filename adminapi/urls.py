@@ -30,6 +30,16 @@ urlpatterns = [
         apis.DirectoryScimRequestsApi.as_view(),
         name="admin-directory-scim-requests",
     ),
+    path(
+        "directories/<str:directory_id>/setup-links",
+        apis.SetupLinksApi.as_view(),
+        name="admin-directory-setup-links",
+    ),
+    path(
+        "directories/<str:directory_id>/setup-links/<str:link_id>",
+        apis.SetupLinkApi.as_view(),
+        name="admin-directory-setup-link",
+    ),
     path("token", apis.TokensApi.as_view(), name="admin-tokens"),
     path("token/<str:token_id>", apis.TokenApi.as_view(), name="admin-token"),
     path("users", apis.AdminUsersApi.as_view(), name="admin-users"),

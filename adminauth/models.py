@@ -84,7 +84,8 @@ class AuditEntry(models.Model):
 
 
 class LoginFailure(models.Model):
-    """One failed attempt at the root token, an admin token or the portal's sign-in (adminauth.throttle).
+    """One failed attempt at the root token, an admin token, the portal's sign-in or a setup link's token
+    (adminauth.throttle).
 
     Counting rows in the database (not in process memory) makes the throttle hold across all
     web workers and hosts sharing the database. A throttled client records no further rows,
@@ -95,6 +96,9 @@ class LoginFailure(models.Model):
     client_ip = models.CharField(max_length=64)
     # The email tried at the portal's sign-in (empty for the admin API's tokens), counted per account.
     email_key = models.CharField(max_length=320, blank=True, default="")
+    # What was tried (adminauth.throttle): "admin" credentials, or a "setup-link" token. Each is counted
+    # apart, so a customer's IT admin opening expired setup links cannot lock admins out, nor the reverse.
+    scope = models.CharField(max_length=16, default="admin")
     created_at = models.DateTimeField()
 
     class Meta:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from adminauth.models import AdminToken, AdminUser, AuditEntry
 
@@ -22,8 +22,9 @@ def _uuid(value: Any) -> uuid.UUID | None:
 def audit_list(
     *, actor: AdminUser | str | uuid.UUID | None = None, action: str | None = None, directory_id: Any = None
 ) -> QuerySet[AuditEntry]:
-    """The audit trail, newest first. `actor` is an AdminUser, an admin id, or an email (any case);
-    `action` an exact action name; `directory_id` a directory UUID. An id that cannot match gives none."""
+    """The audit trail, newest first. `actor` is an AdminUser, an admin id, an email (any case) or the
+    actor an entry names in its details (`setup-link:<id>`); `action` an exact action name;
+    `directory_id` a directory UUID. An id that cannot match gives none."""
     qs = AuditEntry.objects.all()
     if actor:
         if isinstance(actor, AdminUser):
@@ -31,8 +32,10 @@ def audit_list(
         elif (actor_id := _uuid(actor)) is not None:
             qs = qs.filter(actor_id=actor_id)
         else:
-            # By email: the address stored on the entry keeps working after the admin row is gone.
-            qs = qs.filter(actor_email__iexact=str(actor).strip())
+            # By email: the address stored on the entry keeps working after the admin row is gone. Or by the
+            # name an entry without an admin gives its actor (an API key's name, `setup-link:<id>`).
+            name = str(actor).strip()
+            qs = qs.filter(Q(actor_email__iexact=name) | Q(details__actor=name))
     if action:
         qs = qs.filter(action=action)
     if directory_id:

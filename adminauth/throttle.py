@@ -1,14 +1,23 @@
-"""The one throttle of failed admin credentials, for the admin API and the portal's sign-in (contract §6).
+"""The one throttle of failed credentials: admin credentials on the admin API and the portal's sign-in
+(contract §6), and setup links' tokens on the setup page (contract §3.1).
 
-Every failure is a `LoginFailure` row: the client address, and for a portal sign-in the email that was
-tried. While a client address has `ADMIN_LOGIN_MAX_FAILURES` failures within
-`ADMIN_LOGIN_FAILURE_WINDOW_SECONDS` (a sliding window), or the email it tries has
-`ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL` (from any address: password guessing against one admin), it is
-refused (429 on the API, a lockout message in the portal) until the oldest counted failure ages out.
-Both surfaces count into the same rows, so an attacker gets one budget, not one per surface. The
-check runs before the root token is compared and before any bcrypt or password work, so a throttled
-client can neither keep guessing nor make the server burn CPU. Rows live in the database, which every
-web worker and node shares; Django's default local-memory cache would count per worker.
+Every failure is a `LoginFailure` row: the client address, what was tried (its scope: `ADMIN` or
+`SETUP_LINK`, each counted apart), and for a portal sign-in the email that was tried. While a client
+address has `ADMIN_LOGIN_MAX_FAILURES` failures of one scope within `ADMIN_LOGIN_FAILURE_WINDOW_SECONDS`
+(a sliding window), or the email it tries has `ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL` (from any address:
+password guessing against one admin), it is refused (429 on the API and the setup page, a lockout
+message in the portal) until the oldest counted failure ages out. Both admin surfaces count into the
+same rows, so an attacker gets one budget, not one per surface. The check runs before the root token is
+compared and before any bcrypt or password work, so a throttled client can neither keep guessing nor
+make the server burn CPU.
+
+The setup page counts each unknown, expired or revoked token as a failure of its client address, and
+refuses every lookup from a throttled address, valid tokens included: guessing a token (256 random
+bits) stays hopeless. Counting it apart from admin credentials means a customer's IT admin reopening
+old links cannot lock the admins out of the portal, nor the reverse.
+
+Rows live in the database, which every web worker and node shares; Django's default local-memory
+cache would count per worker.
 """
 
 from __future__ import annotations
@@ -30,6 +39,9 @@ from core import metrics
 DEFAULT_MAX_FAILURES = 10
 DEFAULT_MAX_FAILURES_PER_EMAIL = 5
 DEFAULT_WINDOW_SECONDS = 15 * 60
+# What a failure was an attempt at (LoginFailure.scope): each is counted apart.
+ADMIN = "admin"
+SETUP_LINK = "setup-link"
 
 
 def max_failures() -> int:
@@ -86,10 +98,11 @@ def _wait(rows: QuerySet[LoginFailure], limit: int, now: object) -> float:
     return (recent[-1] + window() - now).total_seconds()  # type: ignore[operator]
 
 
-def throttle_wait_seconds(*, ip: str | None, email: str | None = None) -> int:
-    """Seconds until this client (and, when given, this email) may try again; 0 when not throttled."""
+def throttle_wait_seconds(*, ip: str | None, email: str | None = None, scope: str = ADMIN) -> int:
+    """Seconds until this client (and, when given, this email) may try again in `scope`; 0 when not
+    throttled."""
     now = timezone.now()
-    recent = LoginFailure.objects.filter(created_at__gt=now - window())
+    recent = LoginFailure.objects.filter(created_at__gt=now - window(), scope=scope)
     waits = [_wait(recent.filter(client_ip=_ip_key(ip)), max_failures(), now)]
     if email:
         waits.append(_wait(recent.filter(email_key=email_key(email)), max_failures_per_email(), now))
@@ -97,10 +110,11 @@ def throttle_wait_seconds(*, ip: str | None, email: str | None = None) -> int:
     return max(1, math.ceil(longest)) if longest > 0 else 0
 
 
-def failure_record(*, ip: str | None, email: str | None = None) -> None:
+def failure_record(*, ip: str | None, email: str | None = None, scope: str = ADMIN) -> None:
     now = timezone.now()
-    LoginFailure.objects.create(client_ip=_ip_key(ip), email_key=email_key(email), created_at=now)
-    metrics.login_failure()
+    LoginFailure.objects.create(client_ip=_ip_key(ip), email_key=email_key(email), scope=scope, created_at=now)
+    if scope == ADMIN:
+        metrics.login_failure()  # a setup link's token is not a login
     # Pruning on the write path keeps the table small without a periodic job.
     LoginFailure.objects.filter(created_at__lte=now - window()).delete()
 
@@ -109,6 +123,6 @@ def failures_clear(*, ip: str | None = None, email: str | None = None) -> None:
     """A success forgets earlier typos: a root-token login those of its address; a portal sign-in those
     of its email only (an address may be shared by many people)."""
     if ip is not None:
-        LoginFailure.objects.filter(client_ip=_ip_key(ip)).delete()
+        LoginFailure.objects.filter(client_ip=_ip_key(ip), scope=ADMIN).delete()
     if email:
-        LoginFailure.objects.filter(email_key=email_key(email)).delete()
+        LoginFailure.objects.filter(email_key=email_key(email), scope=ADMIN).delete()

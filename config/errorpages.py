@@ -36,6 +36,8 @@ from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
 from scim.protocol.errors import ScimError
+from setuplinks.headers import is_setup_path
+from setuplinks.views import csrf_refused
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +201,10 @@ def handler500(request: HttpRequest) -> HttpResponse:
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """Django's CSRF check refuses an unsafe method on a view that is not CSRF-exempt. The API views
     are (bearer credentials, no cookies), so on an API path this means a route that does not exist for
-    the method; the client still gets its surface's 403, not Django's HTML page."""
+    the method; the client still gets its surface's 403, not Django's HTML page. A setup page's form
+    gets the setup page's own explanation (reload and try again)."""
+    if is_setup_path(request.path_info):
+        return csrf_refused(request, reason)
     return _surface_error(request, 403, "Forbidden.", lambda: csrf.csrf_failure(request, reason))
 
 

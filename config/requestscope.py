@@ -5,7 +5,10 @@
   (core.logfilters.RequestScopeFields), and in the `X-Request-Id` header of every answer, whatever the
   surface (portal pages and probes included).
 - One log line (logger `roster.requests`, INFO) for every answer with a 4xx status: method, route
-  pattern (never the path or its query: ids and filter values are personal data), status and time. A
+  pattern (never the path or its query: ids and filter values are personal data, and a setup link's path
+  holds its token), status and time.
+- The request's environ with any setup link's token masked once the answer is made
+  (setuplinks.redaction), for the web server's access log, which reads it afterwards. A
   5xx already has its line: Roster's error funnels log it (and mark it), and `django.request` logs
   every other one at ERROR, both carrying the request id.
 - A count and a duration for /metrics by surface and route pattern (core.metrics).
@@ -34,6 +37,7 @@ _SURFACES = (
     ("/api/v1/", "rest"),
     ("/auditlog/", "admin"),
     ("/portal/", "portal"),
+    ("/setup/", "setup"),
     ("/static/", "static"),
 )
 

@@ -7,6 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.env import BASE_DIR, env, require
 from core import metricsdir
 from core.logformat import formatter_class
+from setuplinks.headers import frame_ancestors_check
 
 DEBUG = env.bool("DEBUG", default=False)
 
@@ -45,6 +46,11 @@ EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=30)
 # The most resources one SCIM list page returns (advertised as filter.maxResults).
 SCIM_MAX_RESULTS = env.int("SCIM_MAX_RESULTS", default=1000)
 
+# Setup links (contract §3.1): the origins allowed to embed the setup page in a frame (its CSP
+# frame-ancestors): 'none' (the default), or 'self' and origins such as https://app.example.com, separated
+# by commas. Anything else stops start-up.
+SETUP_FRAME_ANCESTORS = frame_ancestors_check(env.str("SETUP_FRAME_ANCESTORS", default="'none'"))
+
 # SCIM activity (contract §4.1): how long the SCIM request log is kept, how long without a request makes
 # a connected directory `silent`, and how often each web process writes the health counters and log
 # entries it gathered (directories.activity.recorder; 0 starts no background thread: they are then
@@ -69,12 +75,16 @@ INSTALLED_APPS = [
     "restapi",
     "portal",
     "operations",
+    "setuplinks",
 ]
 
 MIDDLEWARE = [
     # Outermost: every answer carries X-Request-Id, every log line of the request its id, every 4xx/5xx
     # leaves a log line, and the request is counted for /metrics (config/requestscope.py).
     "config.requestscope.RequestScopeMiddleware",
+    # Every answer under /setup/ gets its security headers (no-store, CSP frame-ancestors, ...), whatever
+    # made it, and no X-Frame-Options (setuplinks/headers.py).
+    "setuplinks.middleware.SetupHeadersMiddleware",
     # Then: REST and admin API answers get X-Request-Id, and no exception leaves them as HTML or a
     # bare 500 (a lost database is a 503 with Retry-After).
     "config.errorpages.ApiErrorMiddleware",
@@ -191,6 +201,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Directory sync: directories, users and groups pushed by identity providers over SCIM.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Three lists answer a `status` of their own: a setup link's gets a name of its own.
+    "ENUM_NAME_OVERRIDES": {"SetupLinkStatusEnum": "setuplinks.models.SetupLinkStatus.values"},
 }
 
 # Celery: with no broker, tasks run in-process after commit (webhooks.dispatch decides how).
@@ -229,6 +241,7 @@ LOGGING = {
         "already_logged": {"()": "core.logfilters.SkipAlreadyLogged"},
         "client_refusal": {"()": "core.logfilters.ClientRefusalWithoutTraceback"},
         "request_scope": {"()": "core.logfilters.RequestScopeFields"},
+        "setup_token_mask": {"()": "setuplinks.redaction.SetupTokenMask"},
     },
     # On the handler, not the `django.security` logger: a logger's filters do not see the records of its
     # children (django.security.TooManyFieldsSent, .DisallowedHost...), a handler's see every record.
@@ -236,7 +249,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "roster",
-            "filters": ["client_refusal", "request_scope"],
+            "filters": ["client_refusal", "request_scope", "setup_token_mask"],
         }
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},

@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 from config.errorpages import api_not_found
 from directories.health import healthz
 from operations.views import metrics_view, readyz
+from setuplinks.views import setup_not_found
 
 urlpatterns = [
     # SCIM first: identity providers send most of the traffic, and Django tries the patterns in order.
@@ -21,6 +22,9 @@ urlpatterns = [
     path("portal", RedirectView.as_view(url="/portal/", permanent=False)),
     path("", RedirectView.as_view(url="/portal/", permanent=False)),
     path("portal/", include("portal.urls")),
+    # Setup links (contract §3.1): the page a customer's IT admin opens, no sign-in.
+    path("setup", setup_not_found),
+    path("setup/", include("setuplinks.urls")),
 ]
 
 # Unknown paths under the API prefixes answer in their surface's error format, with DEBUG on too

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -210,3 +211,12 @@ def json_object_body(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValidationFailed("The body must be a JSON object.")
     return data
+
+
+def fields_known(data: dict[str, Any], fields: Iterable[str], *, verb: str = "Accepted") -> None:
+    """Refuse a body naming a field not in `fields` with a 400 that names it and lists the known ones, so a
+    misspelt option is never silently ignored. `verb` introduces the list ("Accepted", "Updatable")."""
+    known = list(fields)
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ValidationFailed(f"Unknown field(s): {', '.join(unknown)}. {verb}: {', '.join(known)}.", field=unknown[0])

@@ -9,6 +9,7 @@ encryption on later does not break existing rows (they are sealed on their next 
 from __future__ import annotations
 
 import base64
+import hashlib
 from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -27,6 +28,13 @@ def _fernet(key: str) -> Fernet:
         key.encode()
     )
     return Fernet(base64.urlsafe_b64encode(derived))
+
+
+def secret_digest(secret: str) -> str:
+    """What is stored of a secret that is only ever compared, never shown again (an API key, a setup
+    link's token), and looked up by: its SHA-256 digest in hex. The secrets hashed here carry 256 random
+    bits, so a plain digest is enough (a slow hash is for guessable secrets such as passwords)."""
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def seal(value: str) -> str:

@@ -8,13 +8,12 @@ exactly as sent (`user_name`, `display_name`, and `raw`).
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from datetime import datetime
 
 from django.db import models
 
-from core.crypto import EncryptedTextField
+from core.crypto import EncryptedTextField, secret_digest
 
 
 class DirectoryType(models.TextChoices):
@@ -85,7 +84,7 @@ class ApiKey(models.Model):
 
 def api_key_hash(key: str) -> str:
     """What is stored of an API key, and looked up by: its SHA-256 digest."""
-    return hashlib.sha256(key.encode()).hexdigest()
+    return secret_digest(key)
 
 
 class DirectoryUser(models.Model):

@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from core.apiinput import fields_known
 from core.errors import NotFound, ValidationFailed
 from core.outbound import validate_webhook_url
 from directories.activity.services import scim_health_settle, scim_previous_secret_forgotten, scim_secret_rotated
@@ -121,11 +122,7 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
     """Apply a partial update; returns the directory and the names of fields that really changed."""
     if not isinstance(data, dict):
         raise ValidationFailed("The body must be a JSON object.")
-    unknown = sorted(set(data) - set(UPDATABLE_FIELDS))
-    if unknown:
-        raise ValidationFailed(
-            f"Unknown field(s): {', '.join(unknown)}. Updatable: {', '.join(UPDATABLE_FIELDS)}.", field=unknown[0]
-        )
+    fields_known(data, UPDATABLE_FIELDS, verb="Updatable")
     changes: dict[str, Any] = {}
     name = _string(data, "name")
     if "name" in data:
@@ -203,9 +200,7 @@ def grace_seconds_check(value: object) -> int:
 
 def scim_secret_rotation_input(data: dict[str, Any]) -> int:
     """The `grace_seconds` of a rotation request's body (`{}` or `{"grace_seconds": N}`; 0 when absent)."""
-    unknown = sorted(set(data) - {"grace_seconds"})
-    if unknown:
-        raise ValidationFailed(f"Unknown field(s): {', '.join(unknown)}. Accepted: grace_seconds.", field=unknown[0])
+    fields_known(data, ["grace_seconds"])
     return grace_seconds_check(data.get("grace_seconds", 0))
 
 

@@ -156,3 +156,37 @@ class ScimSecretRotateForm(forms.Form):
         widget=forms.RadioSelect,
         label="When should the current secret stop working?",
     )
+
+
+class SetupLinkInviteForm(forms.Form):
+    """ "Invite IT admin": a setup link to the directory (contract §3.1). The service checks each value
+    (setuplinks.services), so this form only offers the choices."""
+
+    EXPIRY_CHOICES = [
+        ("3600", "1 hour"),
+        ("86400", "1 day"),
+        ("259200", "3 days"),
+        ("604800", "7 days"),
+        ("2592000", "30 days"),
+    ]
+    expires_in = forms.ChoiceField(choices=EXPIRY_CHOICES, initial="259200", label="Link works for")
+    allow_mapping = forms.BooleanField(
+        required=False,
+        label="Let them edit the attribute and role maps",
+        help_text="They choose the SCIM attribute of each name already in the attribute map, and the groups of the "
+        "roles already in the role map.",
+    )
+    return_url = forms.CharField(
+        required=False,
+        max_length=2048,
+        label="Return URL",
+        help_text='Optional: where the page\'s "Done" link goes, an https address of your application.',
+        widget=forms.URLInput(attrs={"placeholder": "https://app.example.com/settings/sso"}),
+    )
+
+    def service_data(self) -> dict[str, Any]:
+        return {
+            "expires_in": int(self.cleaned_data["expires_in"]),
+            "allow_mapping": self.cleaned_data["allow_mapping"],
+            "return_url": self.cleaned_data["return_url"].strip(),
+        }

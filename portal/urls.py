@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from portal.views import audit, auth, deliveries, directories, mapping, people, scim_requests
+from portal.views import audit, auth, deliveries, directories, mapping, people, scim_requests, setup_links
 
 app_name = "portal"
 
@@ -54,5 +54,16 @@ urlpatterns = [
         "directories/<str:directory_id>/scim-secret/revoke-previous",
         directories.directory_previous_scim_secret_revoke,
         name="directory_scim_secret_revoke_previous",
+    ),
+    # Setup links (contract §3.1): "Invite IT admin", and revoking a link.
+    path(
+        "directories/<str:directory_id>/setup-links",
+        setup_links.setup_link_invite,
+        name="setup_link_invite",
+    ),
+    path(
+        "directories/<str:directory_id>/setup-links/<str:link_id>/revoke",
+        setup_links.setup_link_revoke_view,
+        name="setup_link_revoke",
     ),
 ]

@@ -91,18 +91,24 @@ def _directory_filter(request: Request, tenant: str, product: str) -> Directory 
     return directory
 
 
-def _directory_or_404(directory_id: str) -> Directory:
+def directory_or_404(directory_id: str) -> Directory:
     directory = directory_get(directory_id=directory_id)
     if directory is None:
         raise NotFound("Directory not found.")
     return directory
 
 
+def credential_name(request: Request) -> str:
+    """The API key of the request as the audit trail names it: `api key <name> (<prefix>…)`, or API_KEYS
+    for a key of that setting (which has no name)."""
+    principal = request.auth
+    return f"api key {principal.name} ({principal.prefix}…)" if isinstance(principal, ApiKey) else "API_KEYS"
+
+
 def _audit(request: Request, *, action: str, directory: Directory, details: dict[str, Any] | None = None) -> None:
     """Record a change made over the REST API in the audit trail (same action names as the admin side);
     there is no admin actor, so the details name the API key that made it."""
-    principal = request.auth
-    credential = f"api key {principal.name} ({principal.prefix}…)" if isinstance(principal, ApiKey) else "API_KEYS"
+    credential = credential_name(request)
     audit_record(
         actor=None,
         action=action,
@@ -160,7 +166,7 @@ class DirectoryDetailApi(ApiView):
         responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404)},
     )
     def get(self, request: Request, directory_id: str) -> Response:
-        return ok(directory_data(_directory_or_404(directory_id)))
+        return ok(directory_data(directory_or_404(directory_id)))
 
     @extend_schema(
         operation_id="directories_update",
@@ -171,7 +177,7 @@ class DirectoryDetailApi(ApiView):
         responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def patch(self, request: Request, directory_id: str) -> Response:
-        directory = _directory_or_404(directory_id)
+        directory = directory_or_404(directory_id)
         data = json_body(request)
         with transaction.atomic():
             directory, changed = directory_update(directory=directory, data=data)
@@ -186,7 +192,7 @@ class DirectoryDetailApi(ApiView):
         responses={200: doc.EmptyEnvelope, **doc.errors(404)},
     )
     def delete(self, request: Request, directory_id: str) -> Response:
-        directory = _directory_or_404(directory_id)
+        directory = directory_or_404(directory_id)
         with transaction.atomic():
             _audit(request, action="directory.deleted", directory=directory)
             directory_delete(directory=directory)
@@ -322,7 +328,7 @@ class ScimSecretApi(ApiView):
         responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
     )
     def post(self, request: Request, directory_id: str) -> Response:
-        directory = _directory_or_404(directory_id)
+        directory = directory_or_404(directory_id)
         grace = scim_secret_rotation_input(json_object_body(request))
         with transaction.atomic():
             directory = directory_scim_secret_rotate(directory=directory, grace_seconds=grace)
@@ -340,7 +346,7 @@ class PreviousScimSecretApi(ApiView):
         responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404)},
     )
     def delete(self, request: Request, directory_id: str) -> Response:
-        directory = _directory_or_404(directory_id)
+        directory = directory_or_404(directory_id)
         with transaction.atomic():
             directory, revoked = directory_previous_scim_secret_revoke(directory=directory)
             if revoked:

@@ -77,6 +77,16 @@ def _response_headers(status: str) -> dict[str, Any]:
     return headers
 
 
+# Bodies that refuse any field they do not list (a 400).
+_CLOSED_BODIES = (
+    "DirectoryPatchInput",
+    "ScimSecretRotateInput",
+    "ResendRangeInput",
+    "ResendIdsInput",
+    "SetupLinkCreateInput",
+)
+
+
 def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     """Postprocessing hook: what the serializers of the openapi_* modules cannot say.
 
@@ -94,7 +104,7 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
                 response["headers"] = _response_headers(status)
     for name, schema in result["components"]["schemas"].items():
         # drf-spectacular names the PATCH body "Patched<serializer>".
-        if name.endswith(("DirectoryPatchInput", "ScimSecretRotateInput", "ResendRangeInput", "ResendIdsInput")):
+        if name.endswith(_CLOSED_BODIES):
             schema["additionalProperties"] = False
         if name.endswith("DirectoryPatchInput"):
             for field, bounds in MAP_SCHEMAS.items():

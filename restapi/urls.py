@@ -3,8 +3,8 @@
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
 `<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
 request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/changes`
-the changes feed (restapi.changes) and `<directory_id>/changes/resend` one more attempt of chosen events
-(restapi.resends).
+the changes feed (restapi.changes), `<directory_id>/changes/resend` one more attempt of chosen events
+(restapi.resends), and `<directory_id>/setup-links` the directory's setup links (restapi.setup_links).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from restapi.deliveries import DirectoryEventsApi
 from restapi.openapi import RestSchemaView
 from restapi.resends import ChangesResendApi
 from restapi.scim_requests import DirectoryScimRequestsApi
+from restapi.setup_links import SetupLinkApi, SetupLinksApi
 
 
 def _routes(prefix: str, suffix: str) -> list:
@@ -78,4 +79,22 @@ def _feed_routes(prefix: str, suffix: str) -> list:
 urlpatterns += [
     *_feed_routes("api/v1/directory-sync", ""),
     *_feed_routes("api/v1/dsync", "-dsync"),
+]
+
+
+def _setup_link_routes(prefix: str, suffix: str) -> list:
+    """A directory's setup links (contract §3.1): create and list, and revoke one."""
+    return [
+        path(f"{prefix}/<str:directory_id>/setup-links", SetupLinksApi.as_view(), name=f"setup-links{suffix}"),
+        path(
+            f"{prefix}/<str:directory_id>/setup-links/<str:link_id>",
+            SetupLinkApi.as_view(),
+            name=f"setup-link{suffix}",
+        ),
+    ]
+
+
+urlpatterns += [
+    *_setup_link_routes("api/v1/directory-sync", ""),
+    *_setup_link_routes("api/v1/dsync", "-dsync"),
 ]

@@ -39,6 +39,8 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     entries = [
         {
             "entry": e,
+            # An admin by email; else the actor an entry names in its details (an API key, a setup link).
+            "actor": e.actor_email or str((e.details or {}).get("actor") or ""),
             "directory_name": names.get(e.directory_id),
             "details": [(k, _detail_text(v)) for k, v in sorted(e.details.items())] if e.details else [],
         }

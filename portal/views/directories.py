@@ -18,10 +18,16 @@ from django.views.decorators.http import require_http_methods, require_POST
 from adminauth import services as admin_services
 from core.errors import RosterError, ValidationFailed
 from directories.activity.rendering import health_data, health_row
-from directories.models import Directory, DirectoryType, HealthState
+from directories.models import Directory, HealthState
 from directories.rendering import scim_endpoint
 from directories.selectors import directory_get, directory_groups, directory_users
-from portal.forms import DeleteConfirmForm, DirectoryCreateForm, DirectoryEditForm, ScimSecretRotateForm
+from portal.forms import (
+    DeleteConfirmForm,
+    DirectoryCreateForm,
+    DirectoryEditForm,
+    ScimSecretRotateForm,
+    SetupLinkInviteForm,
+)
 from portal.selectors import portal_directory_list
 from portal.views.common import (
     admin_page,
@@ -31,14 +37,8 @@ from portal.views.common import (
     paginate,
     search_term,
 )
-
-# Which setup notes to open first on a directory's page; a generic directory shows them all closed.
-SETUP_NOTES = [
-    (DirectoryType.OKTA.value, "Okta"),
-    (DirectoryType.AZURE.value, "Microsoft Entra ID"),
-    (DirectoryType.ONELOGIN.value, "OneLogin"),
-    (DirectoryType.JUMPCLOUD.value, "JumpCloud"),
-]
+from setuplinks.providers import PROVIDERS
+from setuplinks.selectors import setup_link_list
 
 
 def _audit_args(request: HttpRequest) -> dict[str, Any]:
@@ -91,7 +91,10 @@ def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
     directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
-    notes = [(value, label, value == directory.type) for value, label in SETUP_NOTES]
+    # The provider of the directory's type opens first; the steps are the setup page's (templates/providers/).
+    notes = [(provider, provider.directory_type == directory.type) for provider in PROVIDERS]
+    now = timezone.now()
+    links = [(link, link.status_at(now)) for link in setup_link_list(directory=directory)]
     return render(
         request,
         "portal/directories/detail.html",
@@ -101,6 +104,9 @@ def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
             "user_count": directory_users(directory=directory).count(),
             "group_count": directory_groups(directory=directory).count(),
             "setup_notes": notes,
+            "attribute_paths": sorted({p for p in directory.attribute_map.values() if isinstance(p, str)}),
+            "setup_links": links,
+            "invite_form": SetupLinkInviteForm(),
             "tab": "overview",
             **_health_context(directory),
         },

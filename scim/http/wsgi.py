@@ -26,7 +26,7 @@ the default pair, SECURE_SSL_REDIRECT, HSTS, PREPEND_WWW, APPEND_SLASH or DISALL
 from __future__ import annotations
 
 import http
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -121,14 +121,20 @@ class ScimApplication:
         return allowed
 
 
-class _Sent(list):
+class _Sent:
     """The answer's body. The server calls close() once it has sent it (PEP 3333): the request is then
-    recorded (scim.http.activity) and finished (`request_finished`, as Django's response.close() does)."""
+    recorded (scim.http.activity) and finished (`request_finished`, as Django's response.close() does).
+    Not a list: granian sends a list (subclasses included) by its own fast path and never calls close()."""
+
+    __slots__ = ("body", "exchange", "sender")
 
     def __init__(self, body: bytes, exchange: Exchange, sender: type) -> None:
-        super().__init__([body])
+        self.body = body
         self.exchange = exchange
         self.sender = sender
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter((self.body,))
 
     def close(self) -> None:
         try:

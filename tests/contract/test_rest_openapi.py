@@ -15,7 +15,7 @@ no NUL in any string), so a schema-valid request can still be a documented 400.
 
 The database runs in transaction mode (real commits, as production runs), with directory A (tenant
 acme, product crm), a user in a group and two delivery-log entries in it. Half the schema-valid cases
-that name a directory, a user or a group are pointed at those rows (and at acme/crm), so the id routes
+that name a directory, a user, a group or a setup link are pointed at those rows (and at acme/crm), so the id routes
 answer real 200s with full bodies and not only 404s.
 
 Bounded for CI: ROSTER_CONTRACT_MAX_EXAMPLES cases per operation in the fuzzing phase (default 15; the
@@ -46,6 +46,7 @@ from schemathesis.config import SchemathesisConfig
 
 from config.wsgi import application
 from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
+from setuplinks.services import Actor, setup_link_create
 from webhooks.models import WebhookDelivery
 
 MAX_EXAMPLES = int(os.environ.get("ROSTER_CONTRACT_MAX_EXAMPLES", "15"))
@@ -119,7 +120,14 @@ def real_rows(transactional_db: None) -> dict[str, Any]:
         )
     # Its changes feed: a delivered, a failed and a pending event, numbered 1 to 3 as the write side does.
     _feed_events(directory, str(user.id))
-    return {"directory_id": str(directory.id), "user_id": str(user.id), "group_id": str(group.id)}
+    # A setup link, so that revoking one answers its 204 (revoking it again does too).
+    link, _token = setup_link_create(directory=directory, actor=Actor(name="contract", via="rest-api"))
+    return {
+        "directory_id": str(directory.id),
+        "user_id": str(user.id),
+        "group_id": str(group.id),
+        "link_id": str(link.id),
+    }
 
 
 def _feed_events(directory: Any, user_id: str) -> None:
@@ -186,7 +194,9 @@ def _point_at_real_rows(case: Any, rows: dict[str, Any]) -> None:
     name = next(iter(case.path_parameters))
     if name not in rows or zlib.crc32(str(case.path_parameters[name]).encode()) % 2:
         return
-    case.path_parameters[name] = rows[name]
+    for each in case.path_parameters:  # a link of the directory too (…/setup-links/{link_id})
+        if each in rows:
+            case.path_parameters[each] = rows[each]
     if isinstance(case.query, dict) and "tenant" in case.query:
         case.query["tenant"], case.query["product"] = "acme", "crm"
 
@@ -213,5 +223,5 @@ def test_the_contract_run_exercised_every_operation_and_reached_real_rows() -> N
     print(f"\nschemathesis: {len(cases_run)} cases over {len(statuses)} operations")
     for label, counts in sorted(statuses.items()):
         print(f"  {sum(counts.values()):5d}  {label}  {dict(sorted(counts.items()))}")
-    assert len(statuses) == 33, sorted(statuses)
+    assert len(statuses) == 39, sorted(statuses)
     assert [label for label, counts in statuses.items() if not any(200 <= s < 300 for s in counts)] == []

@@ -146,7 +146,7 @@ def test_schema_describes_the_rest_api(api_client: Client) -> None:
 _CODE_NAMES = re.compile(
     r"(?<![\w./`])_[a-z][a-z0-9_]*\b"
     r"|\b(?!manage\.py\b)\w+\.py\b"
-    r"|\b(?:adminapi|adminauth|config|core|directories|operations|portal|restapi|scim|server|webhooks)"
+    r"|\b(?:adminapi|adminauth|config|core|directories|operations|portal|restapi|scim|server|setuplinks|webhooks)"
     r"\.(?!previous_secret_expires_at\b)[a-z_]+\b"
 )
 
@@ -277,12 +277,13 @@ def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_cl
     suffixes += ["/groups/{group_id}", "/users/{user_id}/groups"]
     suffixes += ["/{directory_id}/scim-secret", "/{directory_id}/scim-secret/previous", "/{directory_id}/scim-requests"]
     suffixes += ["/{directory_id}/changes", "/{directory_id}/changes/resend"]
+    suffixes += ["/{directory_id}/setup-links", "/{directory_id}/setup-links/{link_id}"]
     for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
         for suffix in suffixes:
             assert prefix + suffix in doc["paths"], prefix + suffix
     assert "get" in doc["paths"]["/api/v1/schema"]
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
-    assert len(ids) == len(set(ids)) == 33
+    assert len(ids) == len(set(ids)) == 39
     assert doc["paths"]["/api/v1/dsync/users"]["get"]["operationId"] == "users_list_dsync"
 
 

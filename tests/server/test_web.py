@@ -195,3 +195,70 @@ def test_two_workers_log_json_answer_with_request_ids_add_up_on_metrics_and_stop
     for line in lines:
         record = json.loads(line)  # granian's own lines too: one format for the whole stream
         assert {"time", "level", "logger", "message"} <= record.keys()
+
+
+def test_a_scim_request_served_by_granian_is_recorded_for_health_and_the_request_log(tmp_path: Path) -> None:
+    """granian calls the body's close() only for bodies that are not lists: SCIM activity is recorded there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("GRANIAN_", "DJANGO_", "CELERY_", "DATABASE_"))},
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "false",
+        "SECRET_KEY": "web-test-secret-key-0123456789-abcdefghijklmnop",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
+        "METRICS_DIR": str(tmp_path / "metrics"),
+        "API_KEYS": "web-test-api-key",
+        "SCIM_ACTIVITY_FLUSH_SECONDS": "0.1",
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=120)
+    log = tmp_path / "web.log"
+    argv = [sys.executable, "-m", "server.web", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def call(method: str, path: str, token: str, body: dict | None = None) -> tuple[int, dict]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - a local test server
+                return resp.status, json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"{}")
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _get(port, "/healthz")
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.1)
+        status, created = call("POST", "/api/v1/directory-sync", "web-test-api-key", {"tenant": "t", "product": "p"})
+        assert status == 201
+        directory = created["data"]
+        scim = f"/api/scim/v2.0/{directory['id']}"
+        assert call("POST", f"{scim}/Users", directory["scim"]["secret"], {"userName": "ann@example.com"})[0] == 201
+        assert call("GET", f"{scim}/Users/no-such-user", directory["scim"]["secret"])[0] == 404
+        deadline = time.monotonic() + 15
+        while True:
+            _, read = call("GET", f"/api/v1/directory-sync/{directory['id']}", "web-test-api-key")
+            if read["data"]["health"]["requests_24h"] == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        health = read["data"]["health"]
+        assert (health["state"], health["requests_24h"], health["errors_24h"]) == ("healthy", 2, 1)
+        _, logged = call("GET", f"/api/v1/directory-sync/{directory['id']}/scim-requests", "web-test-api-key")
+        assert [(entry["method"], entry["status"]) for entry in logged["data"]] == [("GET", 404)]
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)

@@ -1,4 +1,5 @@
-"""`manage.py directories list [--tenant T] [--product P] | show <id> | export <id> [--output FILE]`.
+"""`manage.py directories list [--tenant T] [--product P] | show <id> | export <id> [--output FILE]`, and
+the subcommands other apps add (`setup-link`, `setup-links`, `setup-link-revoke`: setuplinks.commands).
 
 For operators on the host (contract §7.1). Never prints a secret: the SCIM and webhook secrets are read
 in the portal or over the API. `export` writes JSON lines, `{"type": "user"|"group", "data": <the REST
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 import orjson
@@ -33,11 +35,30 @@ from directories.selectors import (
 _COLUMNS = ("ID", "NAME", "TENANT", "PRODUCT", "TYPE", "USERS", "GROUPS", "STATE")
 
 
+@dataclass(frozen=True)
+class Subcommand:
+    """A subcommand whose code sits above this package (the layers in pyproject.toml), handed in by its
+    app at start-up (`subcommand_add` from the app's ready()). `handle` gets the command (for its
+    stdout and `directory()`) and the parsed options."""
+
+    help: str
+    arguments: Callable[[CommandParser], None]
+    handle: Callable[[BaseCommand, dict[str, Any]], None]
+
+
+_SUBCOMMANDS: dict[str, Subcommand] = {}
+
+
+def subcommand_add(name: str, subcommand: Subcommand) -> None:
+    _SUBCOMMANDS[name] = subcommand
+
+
 class Command(BaseCommand):
     help = "List directories, show one, or export its users and groups as JSON lines (never secrets)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        sub = parser.add_subparsers(dest="action", required=True, metavar="{list,show,export}")
+        names = ",".join(["list", "show", "export", *_SUBCOMMANDS])
+        sub = parser.add_subparsers(dest="action", required=True, metavar=f"{{{names}}}")
         listing = sub.add_parser("list", help="Every directory (of a tenant, of a product), oldest first.")
         listing.add_argument("--tenant", help="Only this tenant's directories.")
         listing.add_argument("--product", help="Only this product's directories.")
@@ -46,18 +67,22 @@ class Command(BaseCommand):
         export = sub.add_parser("export", help="A directory's users and groups as JSON lines.")
         export.add_argument("directory_id")
         export.add_argument("--output", "-o", help="Write to this file instead of standard output.")
+        for name, subcommand in _SUBCOMMANDS.items():
+            subcommand.arguments(sub.add_parser(name, help=subcommand.help))
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
         if action == "list":
             self._list(options.get("tenant"), options.get("product"))
         elif action == "show":
-            self._show(self._directory(options["directory_id"]))
+            self._show(self.directory(options["directory_id"]))
+        elif action == "export":
+            self._export(self.directory(options["directory_id"]), options.get("output"))
         else:
-            self._export(self._directory(options["directory_id"]), options.get("output"))
+            _SUBCOMMANDS[action].handle(self, options)
 
     @staticmethod
-    def _directory(directory_id: str) -> Directory:
+    def directory(directory_id: str) -> Directory:
         directory = directory_get(directory_id=directory_id)
         if directory is None:
             raise CommandError(f"No directory has the id {directory_id!r}. See `manage.py directories list`.")
@@ -84,9 +109,8 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("No directories.")
             return
-        widths = [max(len(column), *(len(row[i]) for row in rows)) for i, column in enumerate(_COLUMNS)]
-        for row in [_COLUMNS, *rows]:
-            self.stdout.write("  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip())
+        for line in table_lines(_COLUMNS, rows):
+            self.stdout.write(line)
 
     def _show(self, directory: Directory) -> None:
         fields = [
@@ -138,6 +162,12 @@ class Command(BaseCommand):
         where = output or "standard output"
         summary = f"Exported {counts['user']} users and {counts['group']} groups of {directory.id} to {where}."
         self.stderr.write(summary, style_func=str)  # information, not the error colour of stderr
+
+
+def table_lines(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """`columns` and `rows` as lines of a plain table, each column as wide as its widest value."""
+    widths = [max(len(column), *(len(row[i]) for row in rows)) for i, column in enumerate(columns)]
+    return ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in [columns, *rows]]
 
 
 def _no_ending(target: Any) -> dict[str, str]:

@@ -23,21 +23,21 @@ CLIENT_PREFIX = "/api/v1/directory-sync"
 REF_PREFIX = "#/components/schemas/"
 
 
-def _refs(node: Any) -> set[str]:
+def refs(node: Any) -> set[str]:
     found: set[str] = set()
     if isinstance(node, dict):
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith(REF_PREFIX):
             found.add(ref[len(REF_PREFIX) :])
         for value in node.values():
-            found |= _refs(value)
+            found |= refs(value)
     elif isinstance(node, list):
         for value in node:
-            found |= _refs(value)
+            found |= refs(value)
     return found
 
 
-def _reachable(schemas: dict[str, Any], roots: set[str]) -> set[str]:
+def reachable(schemas: dict[str, Any], roots: set[str]) -> set[str]:
     seen: set[str] = set()
     todo = list(roots)
     while todo:
@@ -45,20 +45,20 @@ def _reachable(schemas: dict[str, Any], roots: set[str]) -> set[str]:
         if name in seen or name not in schemas:
             continue
         seen.add(name)
-        todo.extend(_refs(schemas[name]))
+        todo.extend(refs(schemas[name]))
     return seen
 
 
 def _with_schemas(document: dict[str, Any], roots: set[str]) -> dict[str, Any]:
     schemas = document["components"]["schemas"]
-    keep = _reachable(schemas, roots)
+    keep = reachable(schemas, roots)
     components = dict(document["components"], schemas={name: schemas[name] for name in sorted(keep)})
     return dict(document, components=components)
 
 
 def client_document(document: dict[str, Any]) -> dict[str, Any]:
     paths = {path: item for path, item in document["paths"].items() if path.startswith(CLIENT_PREFIX)}
-    return _with_schemas(dict(document, paths=paths), _refs(paths))
+    return _with_schemas(dict(document, paths=paths), refs(paths))
 
 
 def results_document(document: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def results_document(document: dict[str, Any]) -> dict[str, Any]:
         for operation in item.values():
             for status, response in operation.get("responses", {}).items():
                 if status.startswith("2"):
-                    roots |= _refs(response)
+                    roots |= refs(response)
     return _with_schemas(dict(document, paths={}), roots)
 
 

@@ -19,7 +19,10 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 # The document exactly as GET /api/v1/schema serves it, built without a server or a database.
-DEBUG=true "$py" manage.py openapi_document --output "$out/roster.json" 2>/dev/null
+if ! DEBUG=true "$py" manage.py openapi_document --output "$out/roster.json" 2>"$out/stderr"; then
+  cat "$out/stderr" >&2
+  exit 1
+fi
 "$py" clients/codegen.py client-document "$out/roster.json" "$out/openapi.json"
 "$py" clients/codegen.py results-document "$out/openapi.json" "$out/results.json"
 

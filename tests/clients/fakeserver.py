@@ -59,7 +59,7 @@ def fake_roster() -> Iterator[FakeRoster]:
             if length:
                 self.rfile.read(length)
             answer = fake.next_answer(self.command, self.path)
-            body = json.dumps(answer.body).encode()
+            body = b"" if answer.status == 204 else json.dumps(answer.body).encode()
             self.send_response(answer.status)
             for name, value in {"Content-Type": "application/json", "X-Request-Id": "fake-1", **answer.headers}.items():
                 self.send_header(name, value)

@@ -132,6 +132,8 @@ class Transport:
 
 def _answer(response: httpx.Response) -> Answer:
     request_id = response.headers.get(REQUEST_ID_HEADER)
+    if response.status_code == 204:  # No Content (RFC 9110 §15.3.5): a success without an envelope
+        return Answer(204, {"data": None, "error": None}, response.headers)
     try:
         body = response.json()
     except ValueError:

@@ -112,6 +112,8 @@ export class Transport {
 
 async function answer(response: Response): Promise<Envelope> {
   const requestId = response.headers.get("X-Request-Id");
+  // No Content (RFC 9110 §15.3.5): a success without an envelope.
+  if (response.status === 204) return { data: null, error: null };
   const text = await response.text();
   let parsed: unknown = null;
   try {

@@ -59,7 +59,7 @@ export async function fakeRoster(...answers) {
   const server = createServer((request, response) => {
     requests.push({ method: request.method, url: request.url });
     const answer = answers.length > 1 ? answers.shift() : answers[0];
-    const body = JSON.stringify(answer.body);
+    const body = answer.status === 204 ? "" : JSON.stringify(answer.body);
     response.writeHead(answer.status, {
       "Content-Type": "application/json",
       "X-Request-Id": "fake-1",

@@ -80,6 +80,12 @@ for (const status of [400, 404, 409, 410, 500, 502]) {
     }));
 }
 
+test("204 No Content is a success without a body", () =>
+  withFake([{ status: 204 }], {}, async (roster, fake) => {
+    assert.equal(await roster.directories.delete("d1"), undefined);
+    assert.deepEqual(fake.requests, [{ method: "DELETE", url: "/api/v1/directory-sync/d1" }]);
+  }));
+
 test("no answer is not retried", async () => {
   const naps = [];
   const roster = new Roster({ baseUrl: "http://127.0.0.1:9", apiKey: "k", sleep: async (s) => naps.push(s) });

@@ -96,6 +96,14 @@ def test_no_answer_is_not_retried() -> None:
     assert raised.value.status is None and "no answer" in raised.value.message and naps == []
 
 
+def test_no_content_is_a_success_without_a_body() -> None:
+    with fake_roster() as fake:
+        fake.script(Scripted(204))
+        roster, _ = _client(fake.url)
+        assert roster.directories.delete("d1") is None
+    assert fake.requests == [("DELETE", "/api/v1/directory-sync/d1")]
+
+
 def test_an_answer_that_is_not_the_envelope_is_an_error_not_a_crash() -> None:
     with fake_roster() as fake:
         fake.script(Scripted(200, ["not", "an", "envelope"]))

@@ -34,7 +34,22 @@ export type { WebhookVerificationReason } from "./errors.js";
 export type { Fetch, Sleep } from "./http.js";
 export { retryAfterSeconds } from "./http.js";
 export { Paged } from "./paging.js";
-export type * from "./types.js";
+export type {
+  Change,
+  ChangeDelivery,
+  Delivery,
+  Directory,
+  DirectoryType,
+  EventType,
+  EventsSummary,
+  Group,
+  GroupDetail,
+  Member,
+  ResendResult,
+  ScimRequest,
+  User,
+  WebhookEvent,
+} from "./types.js";
 export { DEFAULT_TOLERANCE, SEQUENCE_HEADER, SIGNATURE_HEADER, verifySignature, verifyWebhook } from "./webhooks.js";
 export type { VerifyOptions } from "./webhooks.js";
 export { VERSION } from "./version.js";

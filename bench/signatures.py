@@ -1,7 +1,8 @@
 """Webhook signature checks as a receiving application would do them.
 
-Roster (contract §5): `Roster-Signature: t=<unix seconds>,s=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
-Jackson: `BoxyHQ-Signature: t=<unix milliseconds>,s=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
+Roster (contract §5): `Roster-Signature: t=<unix seconds>,s=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`,
+checked by the client library's verification (roster_client.webhooks), as an application does.
+Jackson: `BoxyHQ-Signature: t=<unix milliseconds>,s=<hex HMAC-SHA256(secret, "<t>.<body>")>`, checked here.
 Both sign exactly the bytes of the body, so the receiver hashes the raw bytes it read, never a
 re-serialisation.
 """
@@ -11,6 +12,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+
+from roster_client.webhooks import (
+    MalformedSignatureHeader,
+    SignatureMismatch,
+    TimestampOutsideTolerance,
+    WebhookVerificationError,
+    verify_signature,
+)
 
 SCHEMES = {
     # scheme name -> (header name, timestamp units per second)
@@ -51,6 +60,8 @@ def verify(
     """(valid, reason). `reason` is empty when valid, else says what was wrong."""
     if not header:
         return False, "missing signature header"
+    if scheme == "roster":
+        return _verify_roster(secret=secret, header=header, body=body, now=now, tolerance=tolerance)
     parsed = _parse(header)
     if parsed is None:
         return False, "malformed signature header"
@@ -64,4 +75,19 @@ def verify(
     expected = hmac.new(secret.encode(), t.encode() + b"." + body, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected, received.lower()):
         return False, "signature mismatch"
+    return True, ""
+
+
+_ROSTER_REASONS = {
+    MalformedSignatureHeader: "malformed signature header",
+    TimestampOutsideTolerance: "timestamp outside tolerance",
+    SignatureMismatch: "signature mismatch",
+}
+
+
+def _verify_roster(*, secret: str, header: str, body: bytes, now: float | None, tolerance: float) -> tuple[bool, str]:
+    try:
+        verify_signature(body, header, secret, tolerance=tolerance, now=now)
+    except WebhookVerificationError as exc:
+        return False, _ROSTER_REASONS.get(type(exc), str(exc))
     return True, ""

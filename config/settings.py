@@ -7,6 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.env import BASE_DIR, env, require
 from core import metricsdir
 from core.logformat import formatter_class
+from core.version import VERSION
 from setuplinks.headers import frame_ancestors_check
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -199,7 +200,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Roster REST API",
     "DESCRIPTION": "Directory sync: directories, users and groups pushed by identity providers over SCIM.",
-    "VERSION": "1.0.0",
+    "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # Three lists answer a `status` of their own: a setup link's gets a name of its own.
     "ENUM_NAME_OVERRIDES": {"SetupLinkStatusEnum": "setuplinks.models.SetupLinkStatus.values"},

@@ -29,11 +29,11 @@ import django
 from django.conf import settings
 
 from core import metricsdir
+from core.version import VERSION
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-# The version Roster reports in roster_build_info; ROSTER_REVISION (e.g. a git commit, set by the
+# roster_build_info reports VERSION (core.version); ROSTER_REVISION (e.g. a git commit, set by the
 # deployment) tells builds of one version apart.
-VERSION = "1.0.0"
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # Seconds. A SCIM or REST request takes milliseconds; the upper buckets catch a database or lock wait.

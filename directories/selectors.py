@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
@@ -141,6 +141,22 @@ def page_rows(
     return list(rows.only(*fields) if fields else rows)
 
 
+def after_shown_instant(bound: datetime) -> datetime | None:
+    """The first stored instant whose shown time (milliseconds, core.timefmt) is strictly after `bound`:
+    the start of the millisecond after the one `bound` falls in. None when that is past what a date-time
+    can hold (nothing is after it).
+
+    Every surface shows times truncated to the millisecond, so an application that passes the newest
+    `updated_at` it saw as `updatedAfter` must not get that user back, although the stored instant has
+    microseconds past the shown one. The comparison stays a plain range on the column (no function of
+    it), so an index on it could serve the filter.
+    """
+    try:
+        return bound.replace(microsecond=bound.microsecond - bound.microsecond % 1000) + timedelta(milliseconds=1)
+    except OverflowError:
+        return None
+
+
 @dataclass(frozen=True)
 class UserFilters:
     """The REST user list's filters (contract §3); None: not filtered on."""
@@ -159,7 +175,8 @@ class UserFilters:
         if self.group_id is not None:
             q &= Q(Exists(GroupMembership.objects.filter(user=OuterRef("pk"), group_id=self.group_id)))
         if self.updated_after is not None:
-            q &= Q(updated_at__gt=self.updated_after)
+            after = after_shown_instant(self.updated_after)
+            q &= Q(updated_at__gte=after) if after is not None else Q(pk__in=[])
         return q
 
     def __bool__(self) -> bool:

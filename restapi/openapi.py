@@ -21,6 +21,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer,
     OpenApiYamlRenderer2,
 )
+from drf_spectacular.settings import patched_settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.request import Request
@@ -195,3 +196,12 @@ class RestSchemaView(EnvelopeOnly, SpectacularAPIView):
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
+
+
+def rest_document() -> dict[str, Any]:
+    """The document GET /api/v1/schema serves, built without a request: what the client libraries are
+    generated from (`manage.py openapi_document`, scripts/clients-generate.sh)."""
+    view = RestSchemaView
+    with patched_settings(view.custom_settings):
+        generator = view.generator_class(urlconf=view.urlconf, api_version=view.api_version, patterns=view.patterns)
+        return generator.get_schema(request=None, public=view.serve_public)

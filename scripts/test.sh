@@ -14,6 +14,23 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
     || echo "warning: could not install chromium" >&2
 fi
 
+# The client libraries (clients/): the TypeScript client's tests need Node.js (Debian's nodejs and npm when it is
+# missing) and its devDependencies (npm ci, from its lock file, again only when the lock file changed); then the
+# generated code of both libraries must be what the current OpenAPI document gives.
+if ! command -v node >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "Installing Debian's nodejs and npm for the TypeScript client..."
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null) \
+    || echo "warning: could not install nodejs and npm" >&2
+fi
+ts=clients/typescript
+ts_stamp=$ts/node_modules/.package-lock.sha256
+ts_want=$(sha256sum "$ts/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$ts_stamp" 2>/dev/null)" != "$ts_want" ]; then
+  (cd "$ts" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$ts_want" > "$ts_stamp"
+fi
+bash scripts/clients-generate.sh --check
+
 if [ "${CI:-}" = "true" ]; then
   export TEST_DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/roster_ci}
   export TEST_BROKER_URL=${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}

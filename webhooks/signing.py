@@ -1,7 +1,7 @@
 """The `Roster-Signature` header (contract §5): t=<unix seconds>,s=<hex HMAC-SHA256(secret, "<t>.<body>")>.
 
 The timestamp is inside the signed message, so a captured request cannot be replayed later with a
-fresh `t`; receivers bound the age with a tolerance (webhooks/verify.py, 5 minutes by default).
+fresh `t`; receivers bound the age with a tolerance (the client libraries verify with 5 minutes by default).
 """
 
 from __future__ import annotations

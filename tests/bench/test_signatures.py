@@ -41,6 +41,10 @@ def test_rejects_wrong_secret_changed_body_and_bad_headers() -> None:
     )
     assert verify(scheme="roster", secret="right", header="t=abc,s=00", body=BODY) == (
         False,
+        "malformed signature header",
+    )
+    assert verify(scheme="jackson", secret="right", header="t=abc,s=00", body=BODY) == (
+        False,
         "timestamp is not an integer",
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from core.comparison import comparison_key
 from directories.models import Directory, DirectoryUser
+from directories.selectors import after_shown_instant
 from tests.directories.conftest import make_group, make_user
 from tests.directories.test_users_groups_api import ACME, BASE, get
 
@@ -90,3 +91,49 @@ def test_group_name_filter_refuses_an_empty_name(api_client: Client, people: dic
 
 def test_filters_need_an_api_key(people: dict[str, DirectoryUser]) -> None:
     assert Client().get(f"{BASE}/users", {**ACME, "active": "true"}).status_code == 401
+
+
+# --- updatedAfter compares at the precision every surface shows (milliseconds) ------------------------
+
+
+def _set_updated_at(user: DirectoryUser, moment: datetime) -> None:
+    DirectoryUser.objects.filter(pk=user.pk).update(updated_at=moment)
+
+
+def test_updated_after_a_users_shown_updated_at_leaves_that_user_out(
+    api_client: Client, people: dict[str, DirectoryUser]
+) -> None:
+    """The stored instant has microseconds past the shown one: the shown value as the bound must not give
+    the user back, so an application can pass the newest updated_at it saw as its next updatedAfter."""
+    base = datetime(2030, 5, 1, 12, 0, 0, tzinfo=UTC)
+    _set_updated_at(people["ann"], base + timedelta(microseconds=123_456))
+    _set_updated_at(people["cy"], base + timedelta(microseconds=124_000))
+    status, body = get(api_client, f"{BASE}/users", {**ACME, "email": "ann@acme.test"})
+    shown = body["data"][0]["updated_at"]
+    assert status == 200 and shown == "2030-05-01T12:00:00.123Z"
+    assert _names(api_client, {"updatedAfter": shown}) == ["cy"]
+    # One millisecond earlier, the shown instant is strictly after: ann comes back.
+    assert _names(api_client, {"updatedAfter": "2030-05-01T12:00:00.122Z"}) == ["ann", "cy"]
+    # Exactly on a millisecond: the same rule.
+    assert _names(api_client, {"updatedAfter": "2030-05-01T12:00:00.124Z"}) == []
+    # The same moment written with an offset.
+    assert _names(api_client, {"updatedAfter": "2030-05-01T14:00:00.123+02:00"}) == ["cy"]
+
+
+def test_updated_after_with_a_finer_bound_compares_the_shown_milliseconds(
+    api_client: Client, people: dict[str, DirectoryUser]
+) -> None:
+    base = datetime(2030, 5, 1, 12, 0, 0, tzinfo=UTC)
+    _set_updated_at(people["ann"], base + timedelta(microseconds=123_999))  # shown .123
+    _set_updated_at(people["cy"], base + timedelta(microseconds=124_000))  # shown .124
+    assert _names(api_client, {"updatedAfter": "2030-05-01T12:00:00.1235Z"}) == ["cy"]
+    assert _names(api_client, {"updatedAfter": "2030-05-01T12:00:00.122999Z"}) == ["ann", "cy"]
+
+
+def test_updated_after_the_last_representable_millisecond_is_empty_not_an_error(
+    api_client: Client, people: dict[str, DirectoryUser]
+) -> None:
+    assert _names(api_client, {"updatedAfter": "9999-12-31T23:59:59.999Z"}) == []
+    assert after_shown_instant(datetime.max.replace(tzinfo=UTC)) is None
+    moment = datetime(2030, 1, 1, 0, 0, 0, 999_999, tzinfo=UTC)
+    assert after_shown_instant(moment) == datetime(2030, 1, 1, 0, 0, 1, tzinfo=UTC)

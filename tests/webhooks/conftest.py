@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from roster_client.webhooks import verify_signature
 
 from directories.models import Directory
 from directories.services import directory_create
-from webhooks.verify import verify_signature
 
 
 @dataclass

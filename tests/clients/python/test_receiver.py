@@ -1,33 +1,20 @@
-"""The reference receiver (webhooks/receiver.py) against a fake Roster: signed deliveries, and a fake
-changes feed that answers `GET …/changes?after=&limit=` from a list of events, with a retention cut."""
+"""The receiver of roster_client against a fake Roster: deliveries signed by Roster's signer, and a fake changes
+feed (an httpx mock transport under the library's own client) that answers `GET …/changes?after=&limit=` from
+a list of events, with a retention cut."""
 
 from __future__ import annotations
 
-import ast
 import json
-import shutil
-import subprocess
-import sys
-import urllib.parse
 import uuid
-from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from roster_client import ResyncRequired, Roster, RosterError, WebhookEvent
+from roster_client.receiver import APPLIED, CAUGHT_UP, DUPLICATE, STALE, MemoryState, Receiver
+from roster_client.webhooks import MalformedSignatureHeader, SignatureMismatch
 
-import webhooks.receiver as receiver_module
-from webhooks.receiver import (
-    APPLIED,
-    CAUGHT_UP,
-    DUPLICATE,
-    STALE,
-    FeedError,
-    MemoryState,
-    Receiver,
-    ResyncRequired,
-)
 from webhooks.signing import signature_header
-from webhooks.verify import MalformedSignatureHeader, SignatureMismatch
 
 SECRET = "whsec-receiver-test"
 API_KEY = "key-123"
@@ -65,25 +52,27 @@ class FakeRoster:
         body = json.dumps(self.events[n - 1]).encode()
         return body, {"Roster-Signature": signature_header(body, secret), "Roster-Event-Sequence": str(n)}
 
-    def fetch(self, url: str, headers: dict[str, str]) -> tuple[int, bytes]:
-        parts = urllib.parse.urlsplit(url)
-        assert f"{parts.scheme}://{parts.netloc}" == BASE
-        assert parts.path == f"/api/v1/directory-sync/{self.directory_id}/changes"
-        assert headers["Authorization"] == f"Bearer {API_KEY}"
-        query = urllib.parse.parse_qs(parts.query)
-        after, limit = int(query["after"][0]), int(query["limit"][0])
+    def answer(self, request: httpx.Request) -> httpx.Response:
+        assert f"{request.url.scheme}://{request.url.host}" == BASE
+        assert request.url.path == f"/api/v1/directory-sync/{self.directory_id}/changes"
+        assert request.headers["Authorization"] == f"Bearer {API_KEY}"
+        after, limit = int(request.url.params["after"]), int(request.url.params["limit"])
         self.reads.append((after, limit))
         if self.status is not None:
-            return self.status, json.dumps({"data": None, "error": {"message": "boom", "code": self.status}}).encode()
+            return httpx.Response(self.status, json={"data": None, "error": {"message": "boom", "code": self.status}})
         if after < self.oldest - 1:
             message = "These events are no longer kept: resynchronise from the user and group lists."
-            return 410, json.dumps({"data": None, "error": {"message": message, "code": 410}}).encode()
+            return httpx.Response(410, json={"data": None, "error": {"message": message, "code": 410}})
         page = [
             e | {"delivery": {"status": "failed", "attempts": 1, "last_attempt_at": None, "status_code": 500}}
             for e in self.events
             if e["sequence"] > after and e["sequence"] >= self.oldest
         ][:limit]
-        return 200, json.dumps({"data": page, "error": None}).encode()
+        return httpx.Response(200, json={"data": page, "error": None})
+
+    def client(self) -> Roster:
+        http = httpx.Client(transport=httpx.MockTransport(self.answer))
+        return Roster(base_url=BASE, api_key=API_KEY, http_client=http, max_retries=0)
 
 
 @pytest.fixture
@@ -96,18 +85,22 @@ def applied() -> list[dict[str, Any]]:
     return []
 
 
-def _receiver(roster: FakeRoster, applied: list[dict[str, Any]], **kwargs: Any) -> Receiver:
-    return Receiver(secret=SECRET, api_base=BASE, api_key=API_KEY, apply=applied.append, fetch=roster.fetch, **kwargs)
+def _receiver(roster: FakeRoster, applied: list[WebhookEvent], **kwargs: Any) -> Receiver:
+    return Receiver(roster=roster.client(), secret=SECRET, apply=applied.append, **kwargs)
 
 
-def _sequences(applied: list[dict[str, Any]]) -> list[int]:
-    return [event["sequence"] for event in applied]
+def _sequences(applied: list[WebhookEvent]) -> list[int]:
+    return [event.sequence for event in applied]
+
+
+def _payloads(applied: list[WebhookEvent]) -> list[dict[str, Any]]:
+    return [event.to_dict() for event in applied]
 
 
 def test_events_in_order_are_applied_as_delivered(roster: FakeRoster, applied: list) -> None:
     receiver = _receiver(roster, applied)
     assert [receiver.handle(*roster.delivery(n)) for n in (1, 2, 3)] == [APPLIED] * 3
-    assert applied == roster.events[:3]
+    assert _payloads(applied) == roster.events[:3]
     assert roster.reads == []  # no gap, no read of the feed
 
 
@@ -123,7 +116,8 @@ def test_a_gap_is_filled_from_the_feed_in_order(roster: FakeRoster, applied: lis
     receiver.handle(*roster.delivery(1))
     assert receiver.handle(*roster.delivery(4)) == CAUGHT_UP
     assert _sequences(applied) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # up to the feed's head
-    assert all("delivery" not in event for event in applied)  # as delivered, without the feed's field
+    assert all("delivery" not in event.to_dict() for event in applied)  # as delivered, without the feed's field
+    assert _payloads(applied)[3] == roster.events[3]
     assert roster.reads == [(1, 1000)]
     # Pushes of what the catch-up already applied are repeats; the next new one follows on.
     assert receiver.handle(*roster.delivery(5)) == DUPLICATE
@@ -193,16 +187,16 @@ def test_an_older_event_arriving_late_is_ignored(roster: FakeRoster, applied: li
 
 
 def test_a_failing_apply_is_read_again_from_the_feed(roster: FakeRoster) -> None:
-    applied: list[dict[str, Any]] = []
+    applied: list[WebhookEvent] = []
     failing = {2}
 
-    def apply(event: dict[str, Any]) -> None:
-        if event["sequence"] in failing:
-            failing.discard(event["sequence"])
+    def apply(event: WebhookEvent) -> None:
+        if event.sequence in failing:
+            failing.discard(event.sequence)
             raise RuntimeError("database down")
         applied.append(event)
 
-    receiver = Receiver(secret=SECRET, api_base=BASE, api_key=API_KEY, apply=apply, fetch=roster.fetch)
+    receiver = Receiver(roster=roster.client(), secret=SECRET, apply=apply)
     receiver.handle(*roster.delivery(1))
     with pytest.raises(RuntimeError):
         receiver.handle(*roster.delivery(2))
@@ -218,16 +212,16 @@ def test_directory_events_have_no_sequence_and_are_deduplicated(roster: FakeRost
     headers = {"Roster-Signature": signature_header(body, SECRET)}
     assert receiver.handle(body, headers) == APPLIED
     assert receiver.handle(body, headers) == DUPLICATE
-    assert applied == [event] and receiver.state.last_sequence(DIRECTORY) is None
+    assert _payloads(applied) == [event] and receiver.state.last_sequence(DIRECTORY) is None
 
 
 def test_a_feed_error_is_raised_and_nothing_moves(roster: FakeRoster, applied: list) -> None:
     receiver = _receiver(roster, applied)
     receiver.handle(*roster.delivery(1))
     roster.status = 503
-    with pytest.raises(FeedError) as raised:
+    with pytest.raises(RosterError) as raised:
         receiver.handle(*roster.delivery(3))
-    assert raised.value.status == 503 and "boom" in str(raised.value)
+    assert raised.value.status == 503 and raised.value.message == "boom"
     assert receiver.state.last_sequence(DIRECTORY) == 1
 
 
@@ -235,36 +229,14 @@ def test_a_feed_with_a_hole_is_refused(roster: FakeRoster, applied: list) -> Non
     del roster.events[4]  # the feed skips 5: never applied past a hole
     receiver = _receiver(roster, applied)
     receiver.start(DIRECTORY, 0)
-    with pytest.raises(FeedError):
+    with pytest.raises(ResyncRequired) as raised:
         receiver.catch_up(DIRECTORY)
+    assert raised.value.after == 4 and raised.value.status is None
     assert _sequences(applied) == [1, 2, 3, 4]
 
 
-def test_settings_are_checked() -> None:
+def test_settings_are_checked(roster: FakeRoster) -> None:
     with pytest.raises(ValueError):
-        Receiver(secret=SECRET, api_base="file:///etc", api_key=API_KEY, apply=print)
+        Receiver(roster=roster.client(), secret=SECRET, apply=print, page_limit=1001)
     with pytest.raises(ValueError):
-        Receiver(secret=SECRET, api_base=BASE, api_key=API_KEY, apply=print, page_limit=1001)
-
-
-def test_the_module_is_copyable_beside_verify(tmp_path: Path) -> None:
-    """An application copies receiver.py and verify.py: the standard library and verify only."""
-    tree = ast.parse(Path(receiver_module.__file__).read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0])
-    assert imported <= {"__future__", "collections", "json", "threading", "typing", "urllib", "webhooks", "verify"}
-    webhooks_dir = Path(receiver_module.__file__).parent
-    shutil.copy(webhooks_dir / "receiver.py", tmp_path / "receiver.py")
-    shutil.copy(webhooks_dir / "verify.py", tmp_path / "verify.py")
-    script = (
-        "import sys; sys.path.insert(0, '.'); import receiver, verify; "
-        "assert receiver.verify_signature is verify.verify_signature; print('ok')"
-    )
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", script], cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": ""}
-    )
-    assert done.stdout.strip() == "ok", done.stderr
+        Roster(base_url="file:///etc", api_key=API_KEY)

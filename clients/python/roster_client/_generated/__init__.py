@@ -1,0 +1,1 @@
+"""Generated from Roster's OpenAPI document (scripts/clients-generate.sh). Do not edit."""

@@ -1,0 +1,55 @@
+/**
+ * Roster's TypeScript client: its REST API, its changes feed and its webhooks.
+ *
+ *     import { Roster } from "@roster/client";
+ *     const roster = new Roster({ baseUrl: "https://roster.example.com", apiKey: "..." });
+ *     for await (const user of roster.users.list({ tenant: "acme", product: "crm" })) console.log(user.email);
+ */
+
+export { Roster } from "./client.js";
+export type {
+  DirectoryCreate,
+  DirectoryUpdate,
+  GroupFilters,
+  LogFilters,
+  PageOptions,
+  RosterOptions,
+  TenantProduct,
+  UserFilters,
+} from "./client.js";
+export { Directories, Groups, Users } from "./client.js";
+export { Changes } from "./changes.js";
+export type { FeedPosition, FollowOptions, ResendSelection } from "./changes.js";
+export {
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  GoneError,
+  NotFoundError,
+  ResyncRequired,
+  RosterError,
+  WebhookVerificationError,
+} from "./errors.js";
+export type { WebhookVerificationReason } from "./errors.js";
+export type { Fetch, Sleep } from "./http.js";
+export { retryAfterSeconds } from "./http.js";
+export { Paged } from "./paging.js";
+export type {
+  Change,
+  ChangeDelivery,
+  Delivery,
+  Directory,
+  DirectoryType,
+  EventType,
+  EventsSummary,
+  Group,
+  GroupDetail,
+  Member,
+  ResendResult,
+  ScimRequest,
+  User,
+  WebhookEvent,
+} from "./types.js";
+export { DEFAULT_TOLERANCE, SEQUENCE_HEADER, SIGNATURE_HEADER, verifySignature, verifyWebhook } from "./webhooks.js";
+export type { VerifyOptions } from "./webhooks.js";
+export { VERSION } from "./version.js";

@@ -127,6 +127,29 @@ def preload() -> None:
     gc.freeze()
 
 
+# Settings that hold a secret or a credential. Read once into Django's settings by preload(); then taken out
+# of the process environment, because granian copies the whole environment into every request's WSGI
+# environ (request.META), where an error report or a debugging aid could show it.
+SECRET_VARIABLES = (
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "DB_ENCRYPTION_KEY",
+    "API_KEYS",
+    "ADMIN_ROOT_TOKEN",
+    "ADMIN_JWT_SECRET",
+    "WEBHOOK_SECRET",
+    "METRICS_TOKEN",
+    "CELERY_BROKER_URL",
+)
+
+
+def environment_scrub() -> None:
+    """Drop the secret settings from the environment the workers inherit (after preload() read them: a
+    worker replaced on SIGHUP is forked from this process, with the settings it already holds)."""
+    for name in SECRET_VARIABLES:
+        os.environ.pop(name, None)
+
+
 def _broker_transport_load() -> None:
     """Creating the transport object imports its module; nothing connects."""
     from django.conf import settings
@@ -160,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     metrics_prepare()
     preload()
+    environment_scrub()
     logging_use_roster_format()
     from granian.cli import cli
 

@@ -81,10 +81,14 @@ def test_zero_workers_is_refused() -> None:
 # --- what the launcher loads before the fork ---------------------------------------------------------------
 
 PROBE = """
-import gc, sys
+import gc, os, sys
 from server import web
 folder = web.metrics_prepare()
 web.preload()
+web.environment_scrub()
+from django.conf import settings
+assert settings.SECRET_KEY and "SECRET_KEY" not in os.environ, "the secret stays in settings only"
+assert not any(name in os.environ for name in web.SECRET_VARIABLES)
 print("kombu.transport.redis" in sys.modules, "scim.http.views" in sys.modules, gc.get_freeze_count() > 0,
       "prometheus_client" in sys.modules, str(folder) == __import__("os").environ["PROMETHEUS_MULTIPROC_DIR"])
 """

@@ -15,7 +15,7 @@ edited), to price a fix before anyone writes it:
 - baseline         production settings as they are
 - health_check     CONN_HEALTH_CHECKS on (production has it off): a `SELECT 1` before the first query
                    of each request, what it used to cost
-- no_publish       webhooks.dispatch.kick does nothing (the after-commit kick of the webhook drain)
+- no_publish       webhooks.services.draining.kick does nothing (the after-commit kick of the webhook drain)
 - full_middleware  SCIM requests through the whole settings.MIDDLEWARE chain, as before config.wsgi
                    gave them settings.SCIM_MIDDLEWARE (no session, auth, CSRF, messages, static
                    files or frame header)
@@ -72,7 +72,7 @@ class Harness:
         from django.core.handlers.wsgi import WSGIHandler
         from django.db import connection
 
-        import webhooks.dispatch
+        import webhooks.services.draining
         from config.wsgi import SurfaceApplication
         from directories.services import directory_create
         from scim.http.activity import Exchange
@@ -82,9 +82,9 @@ class Harness:
         checks = "health_check" in on or settings.DATABASES["default"].get("CONN_HEALTH_CHECKS", False)
         connection.settings_dict["CONN_HEALTH_CHECKS"] = checks
         connection.health_check_enabled = checks  # read at connect(); set it now too
-        self._kick = webhooks.dispatch.kick
+        self._kick = webhooks.services.draining.kick
         if "no_publish" in on:
-            webhooks.dispatch.kick = lambda directory_id, target: None
+            webhooks.services.draining.kick = lambda directory_id, target: None
         self._record = Exchange.record
         if "no_activity" in on:
             Exchange.record = lambda exchange: None  # type: ignore[method-assign]
@@ -134,10 +134,10 @@ class Harness:
     def restore(self) -> None:
         import logging
 
-        import webhooks.dispatch
+        import webhooks.services.draining
         from scim.http.activity import Exchange
 
-        webhooks.dispatch.kick = self._kick
+        webhooks.services.draining.kick = self._kick
         lines = logging.getLogger("roster.requests")
         for handler in lines.handlers:
             if handler not in self._saved_logging[1]:

@@ -22,9 +22,9 @@ app = Celery("roster")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 # Publishing happens inside the SCIM request (after commit; with a Redis broker only when no drain of
-# the directory is running, see webhooks.dispatch). When the broker is down the publish must fail fast:
+# the directory is running, see webhooks.services.draining). When the broker is down the publish must fail fast:
 # the events are already safe in the outbox and the sweep asks for their drain later.
-# (webhooks.dispatch also stops trying for a few seconds after a failure.)
+# (webhooks.services.draining also stops trying for a few seconds after a failure.)
 app.conf.broker_connection_timeout = 1
 app.conf.broker_transport_options = {"socket_connect_timeout": 1, "socket_timeout": 5, "max_retries": 0}
 app.conf.task_publish_retry = False

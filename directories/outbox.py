@@ -1,7 +1,7 @@
 """What the directory writes need from the webhook outbox, handed in by webhooks at start-up.
 
 webhooks builds on this app (its models and services read directories), so nothing here imports it:
-webhooks.apps hands its services in (`outbox_set`), as it hands dispatch its publisher. The directory
+webhooks.apps hands its services in (`outbox_set`), as it hands webhooks.services.draining its publisher. The directory
 services (directories.services) and the SCIM activity services (directories.activity) record their
 dsync.* events through `outbox()`; the Directory's `events` summary (contract §5.1) is read through it.
 """

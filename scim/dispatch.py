@@ -25,7 +25,6 @@ from core.requestid import scope_directory
 from directories.models import Directory
 from directories.selectors import directory_get, user_groups_attach
 from scim import services, storage
-from scim.filter_query import Equality, filter_plan
 from scim.http.request import ScimRequest
 from scim.protocol import schemas as discovery
 from scim.protocol.errors import ScimError, invalid_syntax, invalid_value, not_found
@@ -35,13 +34,15 @@ from scim.protocol.search import search_query
 from scim.protocol.versions import Precondition, precondition, version_of
 from scim.rendering import Projection, group_resource, user_resource
 from scim.selectors import (
+    Equality,
     FirstRead,
     scim_group_get,
     scim_group_members,
     scim_groups_page,
     scim_user_get,
 )
-from scim.sort_query import sort_plan
+from scim.storage.query.filter import filter_plan
+from scim.storage.query.sort import sort_plan
 
 logger = logging.getLogger("roster.scim")
 

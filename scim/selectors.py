@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -12,7 +13,6 @@ from core.rows import RowReader, rows_cursor
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
 from directories.selectors import directory_groups, directory_users, page_rows
-from scim.filter_query import Equality
 from scim.rendering import member_item
 
 _users = RowReader(DirectoryUser)
@@ -22,6 +22,18 @@ user_docs = RowReader(DirectoryUser, fields=("id", "directory_id", "raw", "creat
 # What a SCIM group resource is made of (scim.rendering.group_resource; members come from memberships).
 _GROUP_DOCS = ("id", "directory_id", "display_name", "raw", "created_at", "updated_at")
 _BY_ID = '{table}."directory_id" = %s AND {table}."id" = %s'
+
+
+@dataclass(frozen=True)
+class Equality:
+    """A whole filter that is one equality on an indexed column (`column = value`): the pages below answer
+    it with fixed SQL (scim.storage.query.filter.filter_plan makes one)."""
+
+    column: str
+    value: str
+
+    def q(self) -> Q:
+        return Q(**{self.column: self.value})
 
 
 def _pk(value: Any) -> uuid.UUID | None:
@@ -158,7 +170,7 @@ def scim_users_page(
     total: int | None = None,
 ) -> tuple[int, list[DirectoryUser]]:
     """The portable page of users (scim.storage.postgres reads unfiltered pages its own way), in
-    (created, id) order or in `order` (scim.sort_query). `reader`: reads the unfiltered page and the
+    (created, id) order or in `order` (scim.storage.query.sort). `reader`: reads the unfiltered page and the
     page of one equality (a store's reader may bring the users' groups along); `total`: the number of
     matching users when the caller knows it (no COUNT). Only what a SCIM resource is made of is read."""
     if not order and (condition is None or isinstance(condition, Equality)):

@@ -11,11 +11,12 @@ class WebhooksConfig(AppConfig):
         # The wires that keep imports one-way (the layers in pyproject.toml), made once at start-up.
         # Imported here, not at the top: these modules import models, which exist only once the apps are loaded.
         from directories import outbox
-        from webhooks import dispatch, feed, services, tasks, transport
+        from webhooks import feed, services, tasks, transport
+        from webhooks.services import draining
 
-        # Celery is known to the task module only: dispatch asks its publisher for drains, and transport
+        # Celery is known to the task module only: draining asks its publisher for drains, and transport
         # learns which exception means "the task must stop now" (never an attempt's outcome).
-        dispatch.publisher_set(tasks.drain_publish)
+        draining.publisher_set(tasks.drain_publish)
         transport.task_stop_set(*tasks.TASK_STOP)
         # Directory writes record dsync.* events in the outbox, and the Directory shows where its changes
         # feed stands; directories sits below webhooks.

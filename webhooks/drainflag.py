@@ -1,14 +1,14 @@
-"""The per-directory drain flag and wake-up list on the broker's Redis (see webhooks.dispatch).
+"""The per-directory drain flag and wake-up list on the broker's Redis (see webhooks.services.draining).
 
 Each (directory, target) key has, while a drain owns it, `<prefix>:drain:<dir>:<target>` (the flag, with
 an expiry) and `<prefix>:drain:<dir>:<target>:wake` (a list holding at most one wake-up).
 
 The client is redis-py, already installed for Celery's Redis transport: one `redis.Redis` per process
-and broker URL (webhooks.dispatch keeps it), whose connection pool gives each thread that is running a
-command its own connection, so a drain blocked in BLPOP never holds up a kick from another thread, and
-which opens new connections in a forked child. The URL gives user, password, database and TLS
+and broker URL (webhooks.services.draining keeps it), whose connection pool gives each thread that is
+running a command its own connection, so a drain blocked in BLPOP never holds up a kick from another
+thread, and which opens new connections in a forked child. The URL gives user, password, database and TLS
 (`rediss://` verifies the certificate and the host name). What the swap from the former hand-written
-RESP client costs in CPU per kick is measured in bench/README.md ("Library swaps").
+RESP client costs in CPU per kick is measured by `python -m bench.clients`.
 
 The kick runs inside every SCIM write, so it fails fast instead of retrying: a one-second connect
 timeout, a two-second command timeout and no retries (redis-py's default would retry with backoff and
@@ -68,9 +68,10 @@ class DrainFlag:
 
     def _kick_client(self) -> redis.Redis:
         """This thread's client for the kick, holding one connection of the pool for good. The kick runs
-        inside every SCIM write: a pooled client takes a connection out and puts it back around each
-        command, checking it each time, which cost about a third more CPU per kick (bench/README.md,
-        "Library swaps"). A connection that fails is closed by redis-py and reopened on the next kick."""
+        inside every SCIM write, and a pooled client takes a connection out and puts it back around each
+        command, checking it each time: kept for speed, bench/README.md, 'Code kept for speed', "The
+        kick's own Redis connection". A connection that fails is closed by redis-py and reopened on the
+        next kick."""
         client = getattr(self._local, "client", None)
         if client is None:
             import redis

@@ -33,7 +33,8 @@ class WebhookEvent(models.Model):
     body = models.TextField()
     state = models.CharField(max_length=16, choices=EventState.choices, default=EventState.PENDING)
     state_reason = models.CharField(max_length=255, blank=True, default="")
-    # Set by events_record (one microsecond apart within a transaction, to keep the recorded order).
+    # Set as the event is built (webhooks.services.outbox.outbox_rows: one microsecond apart within a
+    # transaction, to keep the recorded order).
     created_at = models.DateTimeField(default=timezone.now)
     claimed_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -6,10 +6,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
 from django.db.models import Count, Min, QuerySet
 from django.db.models.functions import Coalesce
 
+from core.rows import RowReader
 from directories.models import Directory
 from webhooks.models import EventSequence, EventState, Heartbeat, WebhookDelivery, WebhookEvent
 
@@ -46,32 +46,22 @@ class WebhookTarget:
     log: bool
 
 
-_target_sql: dict[str, str] = {}
+# The columns a delivery reads, through the fixed-SQL row reader: the drain runs this for every batch.
+_targets = RowReader(Directory, fields=("id", "deactivated", "webhook_url", "webhook_secret", "log_webhook_events"))
 
 
 def webhook_target_get(*, directory_id: uuid.UUID) -> WebhookTarget | None:
-    """The directory's webhook settings now, or None when it no longer exists.
-
-    One plain statement rather than a queryset: the drain runs this for every batch, and building the
-    queryset cost more CPU than the rest of a one-event batch together. Column names come from the model;
-    the secret goes through its field's decryption as the ORM would."""
-    meta = Directory._meta
-    fields = [meta.get_field(name) for name in ("deactivated", "webhook_url", "webhook_secret", "log_webhook_events")]
-    sql = _target_sql.get(connection.vendor)
-    if sql is None:
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(f.column) for f in fields)
-        sql = _target_sql[connection.vendor] = (
-            f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s"  # noqa: S608
-        )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [meta.pk.get_db_prep_value(directory_id, connection)])
-        row = cursor.fetchone()
-    if row is None:
+    """The directory's webhook settings now, or None when it no longer exists (the secret decrypted as
+    the ORM would)."""
+    directory = _targets.first(_targets.sql('{table}."id" = %s'), [_targets.param("id", directory_id)])
+    if directory is None:
         return None
-    deactivated, url, secret, log = row
-    secret = fields[2].from_db_value(secret, None, connection)
-    return WebhookTarget(bool(deactivated), url or "", secret or "", bool(log))
+    return WebhookTarget(
+        bool(directory.deactivated),
+        directory.webhook_url or "",
+        directory.webhook_secret or "",
+        bool(directory.log_webhook_events),
+    )
 
 
 # --- operations: what /metrics and manage.py doctor read (service-wide, not one directory's) -----------------

@@ -1,4 +1,4 @@
-"""Celery tasks: thin shells over webhooks.services and webhooks.dispatch (and the SCIM activity sweep and
+"""Celery tasks: thin shells over webhooks.services (and the SCIM activity sweep and
 purge of directories.activity), taking ids and bounded in time.
 
 The one module of webhooks that imports Celery (a contract in pyproject.toml). The tasks are shared tasks,
@@ -16,7 +16,8 @@ from celery.worker import state as worker_state
 from django.conf import settings
 
 from directories.activity import services as activity
-from webhooks import dispatch, services
+from webhooks import services
+from webhooks.services import draining
 
 # A drain works DRAIN_BUDGET seconds, then finishes the batch in hand, whose attempts stop starting after
 # CLAIM_HOLD and last WEBHOOK_TIMEOUT each, then lingers LINGER. Through a lost database connection its
@@ -26,11 +27,11 @@ from webhooks import dispatch, services
 # the claim, and a batch is claimed at most CLAIM_HOLD + WEBHOOK_TIMEOUT + RECORD_RETRY before it is
 # recorded).
 DRAIN_SOFT_TIME_LIMIT = int(
-    dispatch.DRAIN_BUDGET
+    draining.DRAIN_BUDGET
     + services.CLAIM_HOLD
     + 2 * float(settings.WEBHOOK_TIMEOUT)
     + 2 * services.RECORD_RETRY
-    + dispatch.LINGER
+    + draining.LINGER
     + 30
 )
 DRAIN_TIME_LIMIT = DRAIN_SOFT_TIME_LIMIT + 10
@@ -47,11 +48,11 @@ TASK_STOP: tuple[type[BaseException], ...] = (SoftTimeLimitExceeded,)
 
 @shared_task(name="webhooks.drain", time_limit=DRAIN_TIME_LIMIT, soft_time_limit=DRAIN_SOFT_TIME_LIMIT, **_ONE_SHOT)
 def webhook_events_drain(directory_id: str, target: str) -> dict[str, int]:
-    return dispatch.drain_run(directory_id, target, should_stop=_worker_stopping)
+    return draining.drain_run(directory_id, target, should_stop=_worker_stopping)
 
 
 def drain_publish(directory_id: str, target: str) -> None:
-    """Ask the broker for a drain of one (directory, target): webhooks.dispatch's publisher (handed to it
+    """Ask the broker for a drain of one (directory, target): webhooks.services.draining's publisher (handed to it
     by webhooks.apps). No retries: a kick that cannot publish leaves its events to the sweep."""
     webhook_events_drain.apply_async(args=[directory_id, target], retry=False)
 

@@ -6,7 +6,7 @@ and that the standard library does not: one total deadline per attempt (`TIMEOUT
 send, waiting for the answer and reading it together, so a receiver dripping a byte at a time is cut
 at the deadline without a watchdog thread), and connecting to an address chosen by the caller while
 the URL keeps the host name (`RESOLVE`). What it costs in CPU per POST against the former hand-written
-`http.client` sender is measured in bench/README.md ("Library swaps").
+`http.client` sender is measured by `python -m bench.clients`.
 
 - **Connect-time address check.** Before an attempt on a new connection, the host is resolved here
   (`core.outbound.resolve`) and the whole attempt is refused when any answer is non-public; the

@@ -4,7 +4,8 @@ attribute and role maps.
 On PostgreSQL two indexes serve the filters and sorts that must stay fast in a large directory: a GIN
 index (jsonb_path_ops) on the users' comparison documents, which answers an `eq` on any attribute by
 containment (`@>`), and a B-tree on the folded family name in code-point order, which serves
-`sortBy=name.familyName` pages. The expressions must stay exactly those scim/storage/postgres.py writes.
+`sortBy=name.familyName` pages. The expressions must stay exactly those scim/storage/query/documents.py
+writes (PostgresDocuments).
 The documents themselves are filled by scim's migration 0001 (the builder lives in scim.protocol).
 """
 

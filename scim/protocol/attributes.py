@@ -54,10 +54,7 @@ def _infos(attributes: list[dict[str, Any]]) -> dict[str, Info]:
             a["type"],
             a["multiValued"],
             a.get("caseExact", False),
-            {
-                s["name"].lower(): Sub(s["name"], s["type"], s.get("caseExact", False))
-                for s in a.get("subAttributes", [])
-            },
+            _subs(a),
         )
         for a in attributes
     }

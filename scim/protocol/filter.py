@@ -1,6 +1,6 @@
 """RFC 7644 §3.4.2.2 filter expressions and PATCH paths: a tokenizer and a recursive-descent parser.
 
-The parser produces a small AST (`Compare`, `And`, `Or`, `Not`, `ElementFilter`). `scim/filter_query.py`
+The parser produces a small AST (`Compare`, `And`, `Or`, `Not`, `ElementFilter`). `scim/storage/query/filter.py`
 turns it into a Django Q for list queries; `matches()` below evaluates it in Python against the
 elements of a multi-valued attribute (PATCH value paths such as `emails[type eq "work"]`).
 

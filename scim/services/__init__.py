@@ -1,7 +1,7 @@
 """Writes of the SCIM surface: users, groups and memberships, each with its events in one transaction.
 
 Every service takes the directory explicitly and returns the contract §5 event payloads it recorded
-(webhooks.services.events_record writes them to the outbox when the directory has a webhook).
+(scim.storage records them in the outbox with the change; they are sent when the directory has a webhook).
 Uniqueness comes from the database: an IntegrityError on insert or update becomes 409 uniqueness.
 
 Decisions (documented in the README):

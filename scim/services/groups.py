@@ -19,7 +19,7 @@ from scim.protocol.documents import (
 )
 from scim.protocol.errors import ScimError, uniqueness
 from scim.protocol.versions import Precondition
-from scim.storage.portable import CHUNK, Events, GroupChange
+from scim.storage.store import CHUNK, Events, GroupChange
 
 
 def _group_apply(group: DirectoryGroup, build: Any) -> tuple[list[str] | None, MemberPlan]:

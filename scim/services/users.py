@@ -12,7 +12,7 @@ from scim import storage
 from scim.protocol.documents import patch_operations, require_object, user_finalize, user_patch
 from scim.protocol.errors import uniqueness
 from scim.protocol.versions import Precondition
-from scim.storage.portable import Events
+from scim.storage.store import Events
 
 
 def scim_user_create(*, directory: Directory, body: Any) -> tuple[DirectoryUser, Events]:

@@ -1,29 +1,33 @@
-"""Where the SCIM path's reads and writes meet the database: one interface, `portable.Store`, and the
-one place that picks its implementation for the running request (`current`).
+"""Where the SCIM path's reads and writes meet the database: one interface, `Store` (store.py), three stores
+built from two write strategies and two databases' reads, and the one place that picks the store of the
+running request (`current`).
 
-- `portable.Store`: every write in an atomic block under the row's lock, through the row writer; any
-  database (SQLite for development).
-- `postgres.PostgresStore`: the same locked path with PostgreSQL's lock modes, its LATERAL join of the
-  authentication with the first read and its constant-cost user pages; used inside a caller's
+- `locked.LockedStore`: every write in an atomic block under the row's lock, through the row writer. With
+  `portable.PortableReads` on SQLite; with `postgres.PostgresReads` on PostgreSQL inside a caller's
   transaction (the embedding API).
-- `postgres.PostgresStatements`: PostgreSQL outside any transaction (every HTTP request): the hot
-  writes as one statement each, redone on the locked path when the row changed since it was read.
+- `statements.StatementStore`: PostgreSQL outside any transaction (every HTTP request): the hot writes as
+  one statement each (their SQL in postgres.py), everything else handed to the locked store it holds.
+- `events`: the webhook events both strategies record; `query/`: filters and sortBy as SQL (`filter`,
+  `sort`), on the comparison document of each database (`documents`).
 
-Each store also carries `documents`, the SQL of filters and sorts on the comparison document for its
-database (`portable.DocumentSql`, SQLite's JSON1; `postgres.PostgresDocumentSql`, jsonb). All
-PostgreSQL-only SQL of the SCIM path lives in `postgres.py`.
+The database-specific SQL of the SCIM path is here: PostgreSQL's in postgres.py, the comparison
+document's of both databases in query/documents.py (the constant-cost user pages are directories.pages,
+shared with the REST API).
 """
 
 from __future__ import annotations
 
 from django.db import connection
 
-from scim.storage.portable import Store
-from scim.storage.postgres import PostgresStatements, PostgresStore
+from scim.storage.locked import LockedStore
+from scim.storage.portable import PortableReads
+from scim.storage.postgres import PostgresReads
+from scim.storage.statements import StatementStore
+from scim.storage.store import Store
 
-_PORTABLE = Store()
-_POSTGRES = PostgresStore()
-_STATEMENTS = PostgresStatements()
+_PORTABLE = LockedStore(PortableReads())
+_POSTGRES = LockedStore(PostgresReads())
+_STATEMENTS = StatementStore(_POSTGRES)
 
 
 def current() -> Store:
@@ -32,3 +36,6 @@ def current() -> Store:
     if connection.vendor != "postgresql":
         return _PORTABLE
     return _POSTGRES if connection.in_atomic_block else _STATEMENTS
+
+
+__all__ = ["Store", "current"]

@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 
 from adminauth.models import AdminUser, AuditEntry
 from directories.models import Directory
-from webhooks import dispatch
+from webhooks.services import draining
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -198,7 +198,7 @@ def test_admin_day_one_in_a_real_browser(browser, portal_env) -> None:  # noqa: 
     shot(page, "05-user-detail")
 
     # Its user.created webhook went to a receiver answering 500: a failed delivery, highlighted.
-    assert dispatch.drain(timeout=15)
+    assert draining.drain(timeout=15)
     page.click("nav.tabs >> text=Webhook deliveries")
     failed = page.locator("li.delivery-failed")
     deadline = time.monotonic() + 10

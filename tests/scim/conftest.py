@@ -96,10 +96,10 @@ def outbox_kept(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, str]]:
     """Record the after-commit delivery kicks instead of draining, so recorded events stay in the outbox to
     be read. Needed on PostgreSQL, where these tests commit for real (tests/conftest.py) and a kick
     would hand the events to the in-process drain at once."""
-    from webhooks import dispatch
+    from webhooks.services import draining
 
     calls: list[tuple[Any, str]] = []
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: calls.append((directory_id, target)))
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: calls.append((directory_id, target)))
     return calls
 
 

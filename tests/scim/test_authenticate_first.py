@@ -11,8 +11,8 @@ from urllib.parse import quote
 import pytest
 
 import scim.dispatch
-import scim.filter_query
 import scim.services.groups
+import scim.storage.query.filter
 from scim.api import scim_request
 from tests.scim.conftest import PATCH_URN, Scim, group_body, user_body
 
@@ -36,7 +36,7 @@ def _forbid_parsers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         (scim.dispatch, "check_document"),
         (scim.dispatch, "filter_plan"),
         (scim.dispatch, "search_query"),
-        (scim.filter_query, "parse_filter"),
+        (scim.storage.query.filter, "parse_filter"),
         (scim.services.groups, "patch_operations"),
         (scim.services.groups, "members_added"),
     ):

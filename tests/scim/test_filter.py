@@ -244,10 +244,11 @@ def test_group_filters(scim_a: Scim, people: dict[str, str]) -> None:
 def test_single_equalities_take_the_fixed_sql_path_and_everything_else_compiles() -> None:
     from django.db.models import Q
 
-    from scim.filter_query import Equality, filter_plan
-    from scim.storage.portable import DocumentSql
+    from scim.selectors import Equality
+    from scim.storage.query.documents import SqliteDocuments
+    from scim.storage.query.filter import filter_plan
 
-    docs = DocumentSql()
+    docs = SqliteDocuments()
     assert filter_plan('userName eq "ALICE@Example.com"', resource_type="users", documents=docs) == Equality(
         "user_name_key", "alice@example.com"
     )
@@ -260,7 +261,7 @@ def test_single_equalities_take_the_fixed_sql_path_and_everything_else_compiles(
     for flt in ('userName ne "a"', "userName eq null", 'name.givenName eq "a"', 'userName eq "a" or userName eq "b"'):
         assert isinstance(filter_plan(flt, resource_type="users", documents=docs), Q), flt
     with pytest.raises(ScimError):
-        filter_plan('members eq "x"', resource_type="users", documents=DocumentSql())
+        filter_plan('members eq "x"', resource_type="users", documents=SqliteDocuments())
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
-"""The single-statement SCIM writes of PostgreSQL (scim/storage/postgres.py), as HTTP requests run them: outside
-any transaction. Each write is checked for its statement count, its stored rows, its outbox event and
-its fallback to the locked path when the row changed between the read and the write.
+"""The single-statement SCIM writes of PostgreSQL (scim/storage/statements.py, their SQL in
+scim/storage/postgres.py), as HTTP requests run them: outside any transaction. Each write is checked for
+its statement count, its stored rows, its outbox event and its fallback to the locked path when the row
+changed between the read and the write.
 
 On SQLite these skip (the locked path is the only one there); under CI=true the suite runs on
 PostgreSQL, where they must run.
@@ -20,9 +21,10 @@ from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMe
 from scim import storage
 from scim.api import scim_request
 from scim.storage import postgres
+from scim.storage.statements import StatementStore
 from tests.scim.conftest import Scim, group_body, user_body
-from webhooks import dispatch
 from webhooks.models import EventSequence, WebhookEvent
+from webhooks.services import draining
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -37,7 +39,7 @@ def _postgres_only() -> None:
 def kicks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[uuid.UUID, str]]:
     """Record the after-commit delivery kicks instead of delivering, so the outbox rows stay to be read."""
     calls: list[tuple[uuid.UUID, str]] = []
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: calls.append((directory_id, target)))
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: calls.append((directory_id, target)))
     return calls
 
 
@@ -390,9 +392,9 @@ def test_inside_a_callers_transaction_the_locked_path_is_used(hooked_directory: 
         "body": user_body("oz@x.io"),
     }
     with transaction.atomic():
-        assert not isinstance(storage.current(), postgres.PostgresStatements)
+        assert not isinstance(storage.current(), StatementStore)
         with CaptureQueriesContext(connection) as ctx:
             assert scim_request(request)["status"] == 201
         assert any(q["sql"].startswith("SAVEPOINT") for q in ctx.captured_queries)
-    assert isinstance(storage.current(), postgres.PostgresStatements)
+    assert isinstance(storage.current(), StatementStore)
     assert [t for t, _ in _events(hooked_directory)] == ["user.created"]

@@ -174,11 +174,11 @@ def closed_port() -> int:
 
 
 def use_broker(url: str | None) -> None:
-    """Point the Celery app (and so webhooks.dispatch) at `url`, dropping pooled connections."""
+    """Point the Celery app (and so webhooks.services.draining) at `url`, dropping pooled connections."""
     from config.celery import app
-    from webhooks import dispatch
+    from webhooks.services import draining
 
-    dispatch._broker_down_until = 0.0
+    draining._broker_down_until = 0.0
     app.conf.broker_url = url
     # The app keeps its connection pool and its producer pool (kombu's, for the URL it first used).
     # app.close() drops its reference to the connection pool without closing it (kombu keeps one pool
@@ -268,20 +268,20 @@ def single_drain_thread_on_sqlite() -> Iterator[None]:
 
     from django.db import connection
 
-    from webhooks import dispatch
+    from webhooks.services import draining
 
     if connection.vendor != "sqlite":
         yield
         return
-    assert dispatch.drain(timeout=15)
-    previous = dispatch._executor
-    dispatch._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="roster-webhook-test")
+    assert draining.drain(timeout=15)
+    previous = draining._executor
+    draining._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="roster-webhook-test")
     try:
         yield
     finally:
-        dispatch.drain(timeout=15)
-        dispatch._executor.shutdown(wait=True)
-        dispatch._executor = previous
+        draining.drain(timeout=15)
+        draining._executor.shutdown(wait=True)
+        draining._executor = previous
 
 
 @contextlib.contextmanager

@@ -35,9 +35,9 @@ def _postgres_only() -> None:
 
 @pytest.fixture(autouse=True)
 def _no_drain_on_commit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from webhooks import dispatch
+    from webhooks.services import draining
 
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: None)
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: None)
 
 
 def _writer(directory: Directory, index: int, statuses: list[int], failures: list[BaseException]) -> None:

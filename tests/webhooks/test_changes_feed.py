@@ -23,9 +23,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _no_drain_on_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing here is delivered; the after-commit kick would only start drains in other threads."""
-    from webhooks import dispatch
+    from webhooks.services import draining
 
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: None)
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: None)
 
 
 @pytest.fixture

@@ -26,9 +26,9 @@ SCIM_CT = "application/scim+json"
 @pytest.fixture(autouse=True)
 def _no_drain_on_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Delivery is driven by the tests (events_batch_deliver), not by the after-commit kick."""
-    from webhooks import dispatch
+    from webhooks.services import draining
 
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: None)
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: None)
 
 
 # --- retention -------------------------------------------------------------------------------------

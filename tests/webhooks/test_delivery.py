@@ -36,10 +36,10 @@ pytestmark = pytest.mark.django_db
 def _no_drain_on_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests drive delivery themselves (event_deliver, events_batch_deliver, the sweep). On
     PostgreSQL they commit for real (tests/conftest.py), and the after-commit kick would hand the same
-    events to the in-process drain in another thread; the kick itself is tested in test_dispatch.py."""
-    from webhooks import dispatch
+    events to the in-process drain in another thread; the kick itself is tested in test_draining.py."""
+    from webhooks.services import draining
 
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: None)
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: None)
 
 
 SECRET = "whsec-acme-0123456789abcdef"
@@ -329,15 +329,15 @@ def test_sweep_enqueues_old_pending_events_once_each(hooked_directory: Directory
     WebhookEvent.objects.update(created_at=F("created_at") - timedelta(minutes=1))
     # No broker in this test: a kick hands work to the in-process pool, which runs in another thread and
     # would not see this test's uncommitted rows; drain here instead and check the sweep's selection.
-    from webhooks import dispatch
+    from webhooks.services import draining
 
     kicked: list[tuple[uuid.UUID, str]] = []
-    original = dispatch.kick_many
-    dispatch.kick_many = lambda keys: kicked.extend(keys) or len(kicked)  # type: ignore[assignment]
+    original = draining.kick_many
+    draining.kick_many = lambda keys: kicked.extend(keys) or len(kicked)  # type: ignore[assignment]
     try:
         result = events_sweep()
     finally:
-        dispatch.kick_many = original  # type: ignore[assignment]
+        draining.kick_many = original  # type: ignore[assignment]
     assert result.enqueued == 3  # the three events, through one drain of their directory
     assert kicked == [(hooked_directory.id, "directory")]
     for _ in range(2):  # drained twice: still one attempt each
@@ -596,9 +596,9 @@ def test_concurrent_drains_of_one_directory_claim_each_event_exactly_once(
 
     from django.db import connections
 
-    from webhooks import dispatch
+    from webhooks.services import draining
 
-    monkeypatch.setattr(dispatch, "kick", lambda *args: None)  # only the four drains below
+    monkeypatch.setattr(draining, "kick", lambda *args: None)  # only the four drains below
     directory = make_hooked_directory(receiver, log=False)
     payloads = events_record(directory=directory, events=[("user.created", {"id": str(i)}) for i in range(60)])
     barrier = threading.Barrier(4)
@@ -631,16 +631,16 @@ def test_concurrent_drains_of_one_directory_claim_each_event_exactly_once(
 
 
 # --- one kick per transaction and directory ----------------------------------------------------------
-# The kicks are counted where they happen (dispatch.kick), after the commit: on SQLite the test's own
+# The kicks are counted where they happen (draining.kick), after the commit: on SQLite the test's own
 # transaction never commits, so the capture (outside the transaction under test) runs the callbacks.
 
 
 @pytest.fixture
 def kicks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[uuid.UUID, str]]:
-    from webhooks import dispatch
+    from webhooks.services import draining
 
     kicked: list[tuple[uuid.UUID, str]] = []
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: kicked.append((directory_id, target)))
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: kicked.append((directory_id, target)))
     return kicked
 
 

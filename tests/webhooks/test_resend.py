@@ -15,10 +15,9 @@ from core.text import INT_MAX
 from directories.models import Directory
 from directories.services import directory_create
 from tests.webhooks.feedrows import feed_events
-from webhooks import dispatch
 from webhooks.models import EventState, WebhookEvent
 from webhooks.selectors import outbox_backlog
-from webhooks.services import RESEND_MAX, changes_resend, changes_resend_input, resend_range_end
+from webhooks.services import RESEND_MAX, changes_resend, changes_resend_input, draining, resend_range_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +28,7 @@ F = EventState.FAILED
 def kicks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """The drains asked for, recorded instead of run: these tests look at the queueing only."""
     calls: list[tuple[str, str]] = []
-    monkeypatch.setattr(dispatch, "kick", lambda directory_id, target: calls.append((str(directory_id), target)))
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: calls.append((str(directory_id), target)))
     return calls
 
 

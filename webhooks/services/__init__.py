@@ -1,17 +1,22 @@
-"""Webhook writes (services do every write, docs/architecture.md), split by topic:
+"""Webhook writes (services do every write, docs/architecture.md), split by topic, each module importing only
+those below it (a contract in pyproject.toml):
 
 - `recording`: events into the outbox, in the caller's transaction, with one drain kick after commit;
+  `resending`: one more attempt of chosen events, on request (never by itself); `sweeping`: what a
+  broker or worker outage left behind, the purges, a deleted directory's events;
+- `draining`: the kick after commit and the drains it asks for (a Celery task, or the in-process pool);
 - `delivery`: claiming a directory's events in batches and making each one's single attempt;
-- `reconnect`: riding out a lost database connection while the drain records what happened;
-- `sweeping`: what a broker or worker outage left behind, the delivery-log purge, a deleted directory's events;
-- `heartbeats`: the last sweep and the workers' answers to `manage.py doctor`'s ping;
-- `resending`: one more attempt of chosen events, on request (never by itself).
+- `outbox`: every statement on the outbox table (numbering and inserting events, claims, outcomes);
+  `reconnect`: riding out a lost database connection while the drain records what happened;
+  `heartbeats`: the last sweep and the workers' answers to `manage.py doctor`'s ping.
+
+What the other apps call is re-exported here. Inside this package, modules import each other by their
+own names (`webhooks.services.delivery`), never through this one, which imports them all.
 """
 
 from __future__ import annotations
 
 from webhooks.services.delivery import (
-    BATCH_SIZE,
     CLAIM_HOLD,
     BatchResult,
     event_deliver,
@@ -19,18 +24,17 @@ from webhooks.services.delivery import (
     sending_stale_after,
 )
 from webhooks.services.heartbeats import SWEEP, heartbeat_record, worker_ping_answer, worker_ping_forget
+from webhooks.services.outbox import PreparedEvents
 from webhooks.services.reconnect import RECORD_RETRY
 from webhooks.services.recording import (
-    PreparedEvents,
     directory_event_record,
-    event_payload,
     event_record,
     events_prepare,
     events_record,
+    events_written,
 )
 from webhooks.services.resending import (
     RESEND_MAX,
-    ResendRequest,
     changes_resend,
     changes_resend_input,
     resend_range_end,
@@ -38,15 +42,12 @@ from webhooks.services.resending import (
 )
 from webhooks.services.sweeping import (
     SWEEP_PENDING_AGE,
-    PurgeResult,
-    SweepResult,
     deliveries_purge,
     directory_events_delete,
     events_sweep,
 )
 
 __all__ = [
-    "BATCH_SIZE",
     "CLAIM_HOLD",
     "RECORD_RETRY",
     "RESEND_MAX",
@@ -54,21 +55,18 @@ __all__ = [
     "SWEEP_PENDING_AGE",
     "BatchResult",
     "PreparedEvents",
-    "PurgeResult",
-    "ResendRequest",
-    "SweepResult",
     "changes_resend",
     "changes_resend_input",
     "deliveries_purge",
     "directory_event_record",
     "directory_events_delete",
     "event_deliver",
-    "event_payload",
     "event_record",
     "events_batch_deliver",
     "events_prepare",
     "events_record",
     "events_sweep",
+    "events_written",
     "heartbeat_record",
     "resend_range_end",
     "resend_refusal",

@@ -28,10 +28,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+import webhooks.services.draining as draining
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.text import INT_MAX
 from directories.models import Directory
-from webhooks import dispatch
 from webhooks.models import EventState, WebhookEvent
 
 logger = logging.getLogger("roster.webhooks")
@@ -180,9 +180,9 @@ def changes_resend(
             pending_since=timezone.now(),
         )
         if queued:
-            # One kick for the whole request (dispatch.kick never raises: with the broker down the
+            # One kick for the whole request (draining.kick never raises: with the broker down the
             # events wait for the sweep, and the request still succeeds).
-            transaction.on_commit(functools.partial(dispatch.kick, current.id, "directory"))
+            transaction.on_commit(functools.partial(draining.kick, current.id, "directory"))
     what = f"sequence {span[0]} to {span[1]}" if span else f"{len(ids or ())} event id(s)"
     logger.info("resend of %s of directory %s asked by %s: %d event(s) queued", what, current.id, actor, queued)
     return queued

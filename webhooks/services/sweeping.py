@@ -13,9 +13,9 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+import webhooks.services.draining as draining
 from core import metrics
 from directories.models import Directory
-from webhooks import dispatch
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.services.delivery import sending_stale_after
 from webhooks.services.heartbeats import SWEEP, heartbeat_record
@@ -58,7 +58,7 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
         .annotate(events=Count("id"))
         .order_by("directory_id", "target")[:limit]
     )
-    handed = dispatch.kick_many([(directory_id, target) for directory_id, target, _n in keys]) if keys else 0
+    handed = draining.kick_many([(directory_id, target) for directory_id, target, _n in keys]) if keys else 0
     enqueued = sum(n for _d, _t, n in keys[:handed])
     metrics.deliveries_closed(outcome="worker_lost", reason="WorkerLost", count=lost)
     # Durable, for `manage.py doctor` and /metrics on any node: beat (or cron) is alive.

@@ -17,9 +17,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from adminauth.resends import changes_resend_audited
 from core.errors import RosterError
 from directories.selectors import directory_get
-from webhooks import dispatch
 from webhooks.selectors import event_sequence_last
-from webhooks.services import RESEND_MAX, resend_range_end
+from webhooks.services import RESEND_MAX, draining, resend_range_end
 
 
 def _number(raw: str | None) -> Any:
@@ -82,5 +81,5 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         if queued and not settings.CELERY_BROKER_URL:
             # In-process mode: deliver before the command's process exits, or the work would wait for the sweep.
-            dispatch.drain()
+            draining.drain()
         self.stdout.write(f"queued {queued} event(s) of directory {directory.id} for one more attempt")

@@ -10,8 +10,11 @@ Three kinds of attributes:
 - memberships: a user's `groups` and a group's `members`, as EXISTS over the membership table;
 - everything else, in the resource's comparison document (`filter_doc`, see
   scim/protocol/documents/filterdoc.py): a test on it is a `DocTest`/`DocElement` tree that the store's
-  `documents` dialect (scim.storage) turns into SQL for its database, so that SQLite and PostgreSQL
-  give the same answers.
+  `documents` dialect (scim.storage.query.documents) turns into SQL for its database, so that SQLite and
+  PostgreSQL give the same answers.
+
+A filter that is one equality on an indexed column is planned apart (`filter_plan`): kept for speed,
+bench/README.md, 'Code kept for speed', "Equality filters as fixed SQL".
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from directories.models import GroupMembership
 from scim.protocol.attributes import STRING_TYPES, Attribute, Info, element_info, resolve
 from scim.protocol.errors import invalid_filter
 from scim.protocol.filter import And, AttrPath, Compare, ElementFilter, Node, Not, Or, parse_filter
+from scim.selectors import Equality
 
 ALWAYS = Q(pk__isnull=False)
 NEVER = Q(pk__in=[])
@@ -76,7 +80,7 @@ DocNode = DocTest | DocAll | DocAny | DocNot | DocElement
 
 
 class Documents(Protocol):
-    """The store's SQL for the comparison document (scim.storage: one per database)."""
+    """The store's SQL for the comparison document (scim.storage.query.documents: one per database)."""
 
     def condition(self, node: DocNode) -> Expression: ...
 
@@ -364,17 +368,6 @@ def filter_q(text: str, *, resource_type: str, documents: Documents) -> Q:
     return _Compiler(resource_type, documents).compile(parse_filter(text))
 
 
-@dataclass(frozen=True)
-class Equality:
-    """`column = value`: the whole filter is one equality on an indexed column."""
-
-    column: str
-    value: str
-
-    def q(self) -> Q:
-        return Q(**{self.column: self.value})
-
-
 # What identity providers send before every push (Okta: userName eq, Entra: userName/externalId eq,
 # displayName eq for groups): the column it compares and how the value becomes that column's form.
 _EQUALITY_COLUMNS: dict[tuple[bool, str], tuple[str, Callable[[str], str]]] = {
@@ -386,9 +379,9 @@ _EQUALITY_COLUMNS: dict[tuple[bool, str], tuple[str, Callable[[str], str]]] = {
 
 
 def filter_plan(text: str, *, resource_type: str, documents: Documents) -> Q | Equality:
-    """Like `filter_q`, but a filter that is a single `eq` on userName, externalId or displayName
-    comes back as an `Equality`, which the selectors answer with a fixed SQL statement instead of
-    compiling a QuerySet (bench/README.md: the lookup every push starts with)."""
+    """Like `filter_q`, but a filter that is a single `eq` on userName, externalId or displayName (the
+    lookup every push starts with) comes back as an `Equality`, which the selectors answer with a fixed
+    SQL statement instead of compiling a QuerySet."""
     node = parse_filter(text)
     if (
         isinstance(node, Compare)

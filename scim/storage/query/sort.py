@@ -23,7 +23,7 @@ ORDERS = ("ascending", "descending")
 
 
 class SortDocuments(Protocol):
-    """What sorting needs of the store's document dialect (scim.storage)."""
+    """What sorting needs of the store's document dialect (scim.storage.query.documents)."""
 
     def sort_key(self, steps: tuple[str, ...], *, strings_only: bool) -> Expression: ...
 

@@ -1,4 +1,5 @@
-"""Get committed outbox events drained: a Celery task per directory with a broker, else an in-process pool.
+"""Kicks and drains: get committed outbox events drained, by a Celery task per directory with a broker, else
+by an in-process pool.
 
 Events are delivered by *drains*, one per (directory, target) key: a drain claims that key's pending
 events in batches, oldest first, and sends them in order (webhooks.services.delivery). One drain per key
@@ -72,9 +73,10 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connections
 
+# Imported as a module, so that a test can resize batches (delivery.BATCH_SIZE) for the drains too.
+import webhooks.services.delivery as delivery
 from core.requestid import scope_bound
 from webhooks.drainflag import DrainFlag
-from webhooks.services import delivery
 from webhooks.services.delivery import CLAIM_HOLD, BatchResult
 
 logger = logging.getLogger("roster.webhooks")

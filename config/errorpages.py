@@ -35,12 +35,10 @@ from core.envelope import fail_json
 from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
+from core.surfaces import ADMIN, REST, SCIM, surface_of
 from scim.protocol.errors import ScimError
 
 logger = logging.getLogger(__name__)
-
-_ENVELOPE_PREFIXES = ("/api/v1/", "/auditlog/")
-_SCIM_PREFIX = "/api/scim/"
 
 _DJANGO_ANSWERS = (Http404, PermissionDenied, SuspiciousOperation, BadRequest)
 
@@ -48,9 +46,11 @@ ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
 
 def _surface(path: str) -> str:
-    if path.startswith(_SCIM_PREFIX) or path == _SCIM_PREFIX.rstrip("/"):
+    """The format of the path's errors: "scim", "envelope" (the REST and admin APIs) or "html"."""
+    surface = surface_of(path)
+    if surface == SCIM:
         return "scim"
-    if path.startswith(_ENVELOPE_PREFIXES) or path in ("/api/v1", "/auditlog"):
+    if surface in (REST, ADMIN):
         return "envelope"
     return "html"
 

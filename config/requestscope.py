@@ -8,7 +8,7 @@
   pattern (never the path or its query: ids and filter values are personal data), status and time. A
   5xx already has its line: Roster's error funnels log it (and mark it), and `django.request` logs
   every other one at ERROR, both carrying the request id.
-- A count and a duration for /metrics by surface and route pattern (core.metrics).
+- A count and a duration for /metrics by surface (core.surfaces) and route pattern (core.metrics).
 
 A SCIM route that Django's handler serves (scim.http.wsgi falls back to it) is counted and logged by
 the SCIM adapter (scim/http/views.py), like every SCIM request: this middleware only opens the scope
@@ -26,23 +26,9 @@ from django.http import HttpRequest, HttpResponse
 from core import metrics
 from core.logfilters import ALREADY_LOGGED
 from core.requestid import HEADER, scope_enter, scope_exit
+from core.surfaces import surface_of
 
 logger = logging.getLogger("roster.requests")
-
-_SURFACES = (
-    ("/api/scim/", "scim"),
-    ("/api/v1/", "rest"),
-    ("/auditlog/", "admin"),
-    ("/portal/", "portal"),
-    ("/static/", "static"),
-)
-
-
-def surface_of(path: str) -> str:
-    for prefix, surface in _SURFACES:
-        if path.startswith(prefix):
-            return surface
-    return "other"
 
 
 def route_of(request: HttpRequest) -> str:

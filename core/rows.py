@@ -279,40 +279,6 @@ class RowWriter(Generic[M]):
         with connection.cursor() as cursor:
             cursor.executemany(self._insert_text(alias, fields), rows)
 
-    def insert_select_sql(
-        self, rows: list[tuple[Any, M]], *, where: str, key_type: str = "uuid", alias: str = "default"
-    ) -> tuple[str, list[Any]]:
-        """An INSERT of some of `rows` (each a (key, instance) pair), decided by the database:
-        `INSERT INTO t (…) SELECT … FROM (VALUES (key, …), …) AS v WHERE <where>`, where `{key}` in
-        `where` stands for the row's key. With it, one statement can insert e.g. the webhook event of
-        each membership that another part of the same statement really added. Every value is cast to
-        its column's type, since a VALUES list cannot infer it from the target table."""
-        connection = connections[alias]
-        fields = self._fields(None)
-        params: list[Any] = []
-        for key, obj in rows:
-            params.append(key)
-            params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-            self._saved(obj, alias)
-        # The text depends only on these; a write of one event per request reuses it every time.
-        sql_key = (alias, "*insert-select*", key_type, where, len(rows))
-        sql = self._sql.get(sql_key)
-        if sql is None:
-            quote = connection.ops.quote_name
-            names = [f"c{i}" for i in range(len(fields))]
-            casts = ", ".join(
-                [f"CAST(%s AS {key_type})"] + [f"CAST(%s AS {f.cast_db_type(connection)})" for f in fields]
-            )
-            values = ", ".join([f"({casts})"] * len(rows))
-            sql = (
-                f"INSERT INTO {quote(self.model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "  # noqa: S608
-                f"SELECT {', '.join(f'v.{n}' for n in names)} FROM (VALUES {values}) AS v(k, {', '.join(names)}) "
-                f"WHERE {where.replace('{key}', 'v.k')}"
-            )
-            if len(rows) <= 8:  # bulk calls of many sizes would grow the cache without gaining anything
-                self._sql[sql_key] = sql
-        return sql, params
-
     def update(self, obj: M, names: list[str], *, alias: str = "default") -> None:
         connection = connections[alias]
         fields = self._fields(tuple(names))

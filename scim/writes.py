@@ -1,6 +1,8 @@
 """The write routes of the SCIM endpoint (RFC 7644 §3.3, §3.5, §3.6): each handler (scim/http/routes.py
-names them) reads the request's If-Match, calls one service (scim/services/) with the parsed body, and
-renders what was written. The services and the store do the writing and record the events.
+names them) reads the request's If-Match and `attributes`/`excludedAttributes`, calls one service
+(scim/services/) with the parsed body, and renders what was written. Everything the request can get
+wrong is parsed before the service is called: a 400 writes nothing. The services and the store do the
+writing and record the events.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from scim import services
 from scim.http.request import Outcome, ScimRequest
 from scim.protocol.versions import Precondition, precondition, version_of
 from scim.reads import group_resources, projection, users_with_groups
-from scim.resources import user_resource
+from scim.resources import Projection, user_resource
 from scim.selectors import FirstRead
 
 
@@ -29,28 +31,28 @@ def _known(read: FirstRead | None) -> list[Any] | None:
 
 
 def user_create(directory: Directory, request: ScimRequest, body: Any, read: FirstRead | None) -> Outcome:
+    shown = projection(request.query)
     user, events = services.scim_user_create(directory=directory, body=body)
-    return Outcome(201, projection(request.query).apply(user_resource(user)), events, version_of(user.updated_at))
+    return Outcome(201, shown.apply(user_resource(user)), events, version_of(user.updated_at))
 
 
 def user_replace(directory: Directory, request: ScimRequest, body: Any, read: FirstRead | None) -> Outcome:
-    if_match = _if_match(request)
+    if_match, shown = _if_match(request), projection(request.query)
     user, events = services.scim_user_replace(
         directory=directory, user_id=request.resource_id, body=body, known=_known(read), if_match=if_match
     )
-    return _user_written(user, events, request)
+    return _user_written(user, events, shown)
 
 
 def user_patch(directory: Directory, request: ScimRequest, body: Any, read: FirstRead | None) -> Outcome:
-    if_match = _if_match(request)
+    if_match, shown = _if_match(request), projection(request.query)
     user, events = services.scim_user_patch(
         directory=directory, user_id=request.resource_id, body=body, known=_known(read), if_match=if_match
     )
-    return _user_written(user, events, request)
+    return _user_written(user, events, shown)
 
 
-def _user_written(user: Any, events: list[dict[str, Any]], request: ScimRequest) -> Outcome:
-    shown = projection(request.query)
+def _user_written(user: Any, events: list[dict[str, Any]], shown: Projection) -> Outcome:
     return Outcome(
         200, shown.apply(user_resource(users_with_groups([user], shown)[0])), events, version_of(user.updated_at)
     )
@@ -68,28 +70,27 @@ def user_delete(directory: Directory, request: ScimRequest, body: Any, read: Fir
 
 
 def group_create(directory: Directory, request: ScimRequest, body: Any, read: FirstRead | None) -> Outcome:
+    shown = projection(request.query)
     group, events = services.scim_group_create(directory=directory, body=body)
     # A group created without members has none to read back (its creation recorded no user_added).
     known = None if any(e["event"] == "group.user_added" for e in events) else {group.id: []}
-    data = group_resources(directory, [group], projection(request.query), members=known)[0]
+    data = group_resources(directory, [group], shown, members=known)[0]
     return Outcome(201, data, events, version_of(group.updated_at))
 
 
 def group_replace(directory: Directory, request: ScimRequest, body: Any, read: FirstRead | None) -> Outcome:
-    if_match = _if_match(request)
+    if_match, shown = _if_match(request), projection(request.query)
     group, events = services.scim_group_replace(
         directory=directory, group_id=request.resource_id, body=body, if_match=if_match
     )
-    shown = projection(request.query)
     return Outcome(200, group_resources(directory, [group], shown)[0], events, version_of(group.updated_at))
 
 
 def group_patch(directory: Directory, request: ScimRequest, body: Any, read: FirstRead | None) -> Outcome:
-    if_match = _if_match(request)
+    if_match, shown = _if_match(request), projection(request.query)
     group, events = services.scim_group_patch(
         directory=directory, group_id=request.resource_id, body=body, if_match=if_match
     )
-    shown = projection(request.query)
     if not shown.attributes:
         # Entra prefers 204 for group PATCH and never needs the member list back (interop E8).
         return Outcome(204, None, events, version_of(group.updated_at))

@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adminapi.auth import AdminAuthentication, AdminThrottled, root_token_matches
+from adminapi.credentials import AdminAuthentication, AdminThrottled, root_token_matches
 from adminapi.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth import selectors, services
 from adminauth.resends import changes_resend_audited

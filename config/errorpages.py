@@ -35,14 +35,12 @@ from core.envelope import fail_json
 from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import ENVIRON_KEY, HEADER, request_id_from
+from core.surfaces import ADMIN, REST, SCIM, surface_of
 from scim.protocol.errors import ScimError
 from setuplinks.headers import is_setup_path
 from setuplinks.views import csrf_refused
 
 logger = logging.getLogger(__name__)
-
-_ENVELOPE_PREFIXES = ("/api/v1/", "/auditlog/")
-_SCIM_PREFIX = "/api/scim/"
 
 _DJANGO_ANSWERS = (Http404, PermissionDenied, SuspiciousOperation, BadRequest)
 
@@ -50,10 +48,11 @@ ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
 
 def surface(path: str) -> str:
-    """ "scim", "envelope" or "html": whose error format the answers to `path` use."""
-    if path.startswith(_SCIM_PREFIX) or path == _SCIM_PREFIX.rstrip("/"):
+    """The format of the path's errors: "scim", "envelope" (the REST and admin APIs) or "html"."""
+    surface = surface_of(path)
+    if surface == SCIM:
         return "scim"
-    if path.startswith(_ENVELOPE_PREFIXES) or path in ("/api/v1", "/auditlog"):
+    if surface in (REST, ADMIN):
         return "envelope"
     return "html"
 

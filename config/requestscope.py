@@ -7,11 +7,9 @@
 - One log line (logger `roster.requests`, INFO) for every answer with a 4xx status: method, route
   pattern (never the path or its query: ids and filter values are personal data, and a setup link's path
   holds its token), status and time.
-- The request's environ with any setup link's token masked once the answer is made
-  (setuplinks.redaction), for the web server's access log, which reads it afterwards. A
-  5xx already has its line: Roster's error funnels log it (and mark it), and `django.request` logs
+  A 5xx already has its line: Roster's error funnels log it (and mark it), and `django.request` logs
   every other one at ERROR, both carrying the request id.
-- A count and a duration for /metrics by surface and route pattern (core.metrics).
+- A count and a duration for /metrics by surface (core.surfaces) and route pattern (core.metrics).
 
 A SCIM route that Django's handler serves (scim.http.wsgi falls back to it) is counted and logged by
 the SCIM adapter (scim/http/views.py), like every SCIM request: this middleware only opens the scope
@@ -29,24 +27,9 @@ from django.http import HttpRequest, HttpResponse
 from core import metrics
 from core.logfilters import ALREADY_LOGGED
 from core.requestid import HEADER, scope_enter, scope_exit
+from core.surfaces import surface_of
 
 logger = logging.getLogger("roster.requests")
-
-_SURFACES = (
-    ("/api/scim/", "scim"),
-    ("/api/v1/", "rest"),
-    ("/auditlog/", "admin"),
-    ("/portal/", "portal"),
-    ("/setup/", "setup"),
-    ("/static/", "static"),
-)
-
-
-def surface_of(path: str) -> str:
-    for prefix, surface in _SURFACES:
-        if path.startswith(prefix):
-            return surface
-    return "other"
 
 
 def route_of(request: HttpRequest) -> str:

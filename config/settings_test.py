@@ -63,3 +63,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# The suite runs from a checkout, without collectstatic: there is no collected folder for WhiteNoise to
+# serve (it would warn once per test client that builds the middleware chain). The live server of the
+# browser tests serves static files from the finders (pytest-django's StaticFilesHandler).
+STATIC_ROOT = None

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.utils import timezone
 
+from core.surfaces import ENTRA_FLAG, scim_base_url, scim_path
 from core.timefmt import iso_utc, iso_utc_or_none
 from directories.activity.rendering import health_data, health_row, scim_secret_data
 from directories.mapping import custom_attributes, roles
@@ -18,16 +18,9 @@ from directories.outbox import feed_heads
 from directories.selectors import directories_by_id, user_groups_attach
 
 
-def scim_path(directory: Directory) -> str:
-    return f"/api/scim/v2.0/{directory.id}"
-
-
 def scim_endpoint(directory: Directory) -> str:
-    endpoint = settings.EXTERNAL_URL + scim_path(directory)
-    if directory.type == DirectoryType.AZURE:
-        # Entra ID switches to RFC-conformant PATCH bodies when it sees this flag in the tenant URL.
-        endpoint += "?aadOptscim062020"
-    return endpoint
+    endpoint = scim_base_url(directory.id)
+    return f"{endpoint}?{ENTRA_FLAG}" if directory.type == DirectoryType.AZURE else endpoint
 
 
 def events_data(last_sequence: int, oldest_sequence: int | None) -> dict[str, Any]:
@@ -54,7 +47,7 @@ def directory_data(
         "log_webhook_events": directory.log_webhook_events,
         "deactivated": directory.deactivated,
         "scim": {
-            "path": scim_path(directory),
+            "path": scim_path(directory.id),
             "secret": directory.scim_secret,
             "endpoint": scim_endpoint(directory),
         },

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from core import metrics
+from core.bearer import bearer_token
 from core.logfilters import mark_logged
 from core.outage import RETRY_AFTER_SECONDS
 from operations.probes import broker_probe, database_probe
@@ -53,17 +54,12 @@ def readyz(request: HttpRequest) -> JsonResponse:
     return response
 
 
-def _bearer(header: str) -> str:
-    scheme, _, token = header.strip().partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
-
-
 @require_safe
 def metrics_view(request: HttpRequest) -> HttpResponse:
     expected = settings.METRICS_TOKEN
     if not expected:
         return HttpResponse("Not found.\n", status=404, content_type="text/plain; charset=utf-8")
-    presented = _bearer(request.META.get("HTTP_AUTHORIZATION", ""))
+    presented = bearer_token(request.META.get("HTTP_AUTHORIZATION")) or ""
     if not hmac.compare_digest(presented.encode("utf-8", "surrogatepass"), expected.encode()):
         response = HttpResponse(
             "Send Authorization: Bearer <METRICS_TOKEN>.\n", status=401, content_type="text/plain; charset=utf-8"

@@ -56,7 +56,7 @@ from restapi import openapi_common as doc
 from restapi import openapi_directories as directories_doc
 from restapi import openapi_scim_activity as scim_doc
 from restapi import openapi_users_groups as users_groups_doc
-from restapi.auth import ApiKeyAuthentication
+from restapi.apikeys import ApiKeyAuthentication
 from restapi.renderers import OrjsonRenderer
 
 

@@ -32,13 +32,13 @@ from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
-from restapi.auth import ApiKeyAuthentication
+from restapi.apikeys import ApiKeyAuthentication
 from restapi.openapi_common import errors
 from restapi.renderers import OrjsonRenderer
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "restapi.auth.ApiKeyAuthentication"
+    target_class = "restapi.apikeys.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:

@@ -7,8 +7,9 @@
                           callback=print)
     result == {"status": 200, "data": {…ListResponse…}}
 
-It builds the one request type (scim/http/request.py) from the dict and hands it to the processor
-(scim/dispatch.py), which the HTTP entries use too. `callback`, when given, is called with each
+It finds the request's route in the route table (scim/http/routes.py), builds the one request type
+(scim/http/request.py) from the dict and hands it to the processor (scim/processor.py), which the HTTP
+entries use too. `callback`, when given, is called with each
 contract §5 event payload after the change has committed.
 """
 
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scim.dispatch import Callback, Result, process
 from scim.http.request import ScimRequest
+from scim.http.routes import scim_route
+from scim.processor import Callback, Result, process
 from scim.protocol.errors import invalid_syntax
 
 
@@ -27,15 +29,17 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
     if not isinstance(request, dict):
         error = invalid_syntax("The request must be an object.")
         return {"status": error.status, "data": error.body()}
+    resource_type, resource_id = request.get("resourceType"), request.get("resourceId")
     result = process(
         ScimRequest.build(
             method=request.get("method"),
             directory_id=request.get("directoryId"),
-            resource_type=request.get("resourceType"),
-            resource_id=request.get("resourceId"),
+            resource_type=resource_type,
+            resource_id=resource_id,
             query=request.get("query"),
             body=request.get("body"),
             secret=request.get("apiSecret"),
+            route=scim_route(resource_type, resource_id),
         ),
         callback,
     )

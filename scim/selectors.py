@@ -13,13 +13,13 @@ from core.rows import RowReader, rows_cursor
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage
 from directories.selectors import directory_groups, directory_users, page_rows
-from scim.rendering import member_item
+from scim.resources import member_item
 
 _users = RowReader(DirectoryUser)
 _groups = RowReader(DirectoryGroup)
-# What a SCIM user resource is made of (scim.rendering.user_resource); list pages read only these.
+# What a SCIM user resource is made of (scim.resources.user_resource); list pages read only these.
 user_docs = RowReader(DirectoryUser, fields=("id", "directory_id", "raw", "created_at", "updated_at"))
-# What a SCIM group resource is made of (scim.rendering.group_resource; members come from memberships).
+# What a SCIM group resource is made of (scim.resources.group_resource; members come from memberships).
 _GROUP_DOCS = ("id", "directory_id", "display_name", "raw", "created_at", "updated_at")
 _BY_ID = '{table}."directory_id" = %s AND {table}."id" = %s'
 

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ImproperlyConfigured
 
+from core.surfaces import SETUP, surface_of
+
 SETUP_PREFIX = "/setup/"
 NONE = "'none'"
 SELF = "'self'"
@@ -37,7 +39,7 @@ _ORIGIN = re.compile(
 
 
 def is_setup_path(path: str) -> bool:
-    return path == SETUP_PREFIX.rstrip("/") or path.startswith(SETUP_PREFIX)
+    return surface_of(path) == SETUP
 
 
 def frame_ancestors_check(raw: str | Iterable[str]) -> tuple[str, ...]:

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
-
+from core.surfaces import ENTRA_FLAG, scim_base_url
 from directories.models import Directory, DirectoryType
-from directories.rendering import scim_path
-
-ENTRA_FLAG = "aadOptscim062020"
 
 
 @dataclass(frozen=True)
@@ -94,5 +90,5 @@ def provider_for(*, key: str | None, directory_type: str) -> Provider:
 
 def provider_base_url(directory: Directory, provider: Provider) -> str:
     """The SCIM base URL exactly as this provider wants it pasted."""
-    url = settings.EXTERNAL_URL + scim_path(directory)
+    url = scim_base_url(directory.id)
     return f"{url}?{ENTRA_FLAG}" if provider.key == "entra" else url

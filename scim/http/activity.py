@@ -26,7 +26,7 @@ from adminauth.throttle import client_address
 from directories.activity import recorder
 from directories.activity.state import AUTHENTICATED, DEACTIVATED, REFUSED, UNCHECKED, moment_of, secret_mark
 from directories.selectors import directory_get
-from scim.dispatch import Seen
+from scim.authentication import Seen
 from scim.http.routes import PREFIX
 from scim.protocol.masking import query_text, request_body_text, response_body_text, text_capped
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from contextvars import Token
 
 from core import metrics
@@ -23,9 +22,6 @@ from core.requestid import RequestScope, scope_exit
 logger = logging.getLogger("roster.requests")
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# The resource types of the route table (scim.http.views.RESOURCES, the root `.search`, none): anything
-# else in a path is a 404 and counted as "other", so a client cannot make up label values.
-_RESOURCES = frozenset({"users", "groups", "serviceproviderconfig", "resourcetypes", "schemas", ".search", "-"})
 
 
 def scim_observed(
@@ -37,14 +33,15 @@ def scim_observed(
     status: int,
     started: float,
 ) -> None:
-    """Count and log one answered SCIM request, then close its scope (opened by `scope_enter`)."""
+    """Count and log one answered SCIM request, then close its scope (opened by `scope_enter`).
+    `resource_type` is a route's (scim.http.routes), "-" for the directory's root or "other": a client
+    cannot make up label values."""
     try:
         seconds = time.perf_counter() - started
-        resource = resource_type if resource_type in _RESOURCES else "other"
         metrics.scim_request(
             directory_type=scope.directory_type or "unknown",
             method=method,
-            resource=resource,
+            resource=resource_type,
             status=status,
             seconds=seconds,
         )
@@ -52,16 +49,11 @@ def scim_observed(
             logger.info(
                 "SCIM %s %s answered %d in %.1f ms",
                 method,
-                resource,
+                resource_type,
                 status,
                 seconds * 1000,
-                extra={"status": status, "method": method, "resource": resource},
+                extra={"status": status, "method": method, "resource": resource_type},
             )
         scope.observed = True
     finally:
         scope_exit(token)
-
-
-def resource_type_of(resources: Mapping[str, str], resource: str) -> str:
-    """The resource type of a route's `resource` segment, as the adapter names it."""
-    return resources.get(resource.lower(), resource.lower() or "-")

@@ -1,5 +1,5 @@
-"""SCIM 2.0 routes under /api/scim/v2.0/<directory_id>/ (contract §4), built from scim.http.routes, the table
-scim.http.wsgi matches by too."""
+"""SCIM 2.0 routes under /api/scim/v2.0/<directory_id>/ (contract §4), built from the patterns of
+scim.http.routes, which scim.http.wsgi matches by too."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""HTTP adapter of the SCIM endpoint: headers and bytes in, scim.dispatch.process, bytes out.
+"""HTTP adapter of the SCIM endpoint: headers and bytes in, scim.processor.process, bytes out.
 
 `scim_answer` is the adapter; `scim_view` feeds it from Django's request, scim.http.wsgi straight from the
 WSGI environ (the path production takes). Both hand it the environ and a way to read the body, and
-`http_request` makes them the one `ScimRequest` (scim/http/request.py) the processor takes. Every answer,
+`http_request` finds the request's route (scim/http/routes.py, once) and makes them the one `ScimRequest`
+(scim/http/request.py) the processor takes. Every answer,
 errors included, is `application/scim+json` (interop E11). Body size and content type are checked
 before anything else so that a huge or non-JSON body is never read into the processor. Each answered
 request is counted for /metrics and, when it is a write or a 4xx, logged (scim/http/observe.py).
@@ -22,27 +23,21 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.utils.http import parse_header_parameters
 from django.views.decorators.csrf import csrf_exempt
 
+from core.bearer import bearer_token
 from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import HEADER, scope_enter
-from scim.dispatch import MAX_BODY_BYTES, allowed_methods, process
 from scim.http.activity import Exchange
-from scim.http.observe import resource_type_of, scim_observed
-from scim.http.request import ScimRequest
+from scim.http.observe import scim_observed
+from scim.http.request import Route, ScimRequest
+from scim.http.routes import scim_route
+from scim.processor import MAX_BODY_BYTES, process
 from scim.protocol.errors import ScimError, invalid_syntax
 
 logger = logging.getLogger("roster.scim")
 
 CONTENT_TYPE = "application/scim+json"
 ACCEPTED_TYPES = ("application/scim+json", "application/json")
-RESOURCES = {
-    "users": "users",
-    "groups": "groups",
-    "serviceproviderconfig": "serviceproviderconfig",
-    "serviceproviderconfigs": "serviceproviderconfig",
-    "resourcetypes": "resourcetypes",
-    "schemas": "schemas",
-}
 
 
 class Answer(NamedTuple):
@@ -76,13 +71,15 @@ def scim_answer(
     exchange = Exchange(environ, method, directory_id, request_id)
     request = data = problem = None
     extra: list[tuple[str, str]] = []
+    resource_id = resource_id.strip("/")
+    route = scim_route(resource, resource_id)
 
     def read() -> bytes:
         exchange.request_body = read_body()
         return exchange.request_body
 
     try:
-        request = http_request(environ, read, method, directory_id, resource, resource_id)
+        request = http_request(environ, read, method, directory_id, resource, resource_id, route)
         result = process(request, seen=exchange.seen)
         status, data = result["status"], result["data"]
         body = b"" if data is None else encode(data)
@@ -123,13 +120,14 @@ def scim_answer(
     headers = [("Content-Type", CONTENT_TYPE), (HEADER, request_id), *extra]
     if status == 401:
         headers.append(("WWW-Authenticate", 'Bearer realm="Roster SCIM"'))
-    if status == 405 and request is not None:
-        headers.append(("Allow", ", ".join(allowed_methods(request.resource_type, request.resource_id) or ("GET",))))
+    if status == 405 and route is not None:
+        headers.append(("Allow", route.allow))
     if status == 201 and isinstance(data, dict):
         location = (data.get("meta") or {}).get("location")
         if location:
             headers.append(("Location", location))
-    resource_type = request.resource_type if request is not None else resource_type_of(RESOURCES, resource)
+    # A resource type the table does not know is "other" on /metrics: a client cannot make up label values.
+    resource_type = route.resource_type if route is not None else ("other" if resource else "-")
     scim_observed(scope, scope_token, method=method, resource_type=resource_type, status=status, started=started)
     return Answer(status, body, headers, exchange)
 
@@ -144,13 +142,6 @@ def encode(data: dict[str, Any]) -> bytes:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
-def bearer(authorization: str) -> str | None:
-    scheme, _, token = authorization.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
-
-
 def http_request(
     environ: Mapping[str, Any],
     read_body: Callable[[], bytes],
@@ -158,20 +149,20 @@ def http_request(
     directory_id: str,
     resource: str,
     resource_id: str,
+    route: Route | None,
 ) -> ScimRequest:
-    """The SCIM request of an HTTP request. A body longer than MAX_BODY_BYTES by its Content-Length is
-    refused (413) before it is read; it is read only for a method its route takes one with, and must
-    then be JSON (415). The query is parsed as Django's `request.GET` is, last value of a name winning."""
-    resource_id = resource_id.strip("/")
+    """The SCIM request of an HTTP request to `route` (scim.http.routes.scim_route of its resource and id).
+    A body longer than MAX_BODY_BYTES by its Content-Length is refused (413) before it is read; it is read
+    only for a method its route takes one with, and must then be JSON (415). The query is parsed as
+    Django's `request.GET` is, last value of a name winning."""
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
     if length > MAX_BODY_BYTES:
         raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-    resource_type = resource_type_of(RESOURCES, resource)
-    allowed = allowed_methods(resource_type, resource_id)
-    wants_body = method in ("POST", "PUT", "PATCH") and allowed is not None and method in allowed
+    target = route.methods.get(method) if route is not None else None
+    wants_body = target is not None and target.body
     body = read_body() if wants_body else b""
     if body and parse_header_parameters(environ.get("CONTENT_TYPE", ""))[0] not in ACCEPTED_TYPES:
         raise ScimError(415, "Send the body as application/scim+json or application/json.")
@@ -183,11 +174,12 @@ def http_request(
     return ScimRequest.build(
         method=method,
         directory_id=directory_id,
-        resource_type=resource_type,
+        resource_type=resource,
         resource_id=resource_id,
         query=query,
         body=body if wants_body else None,
-        secret=bearer(environ.get("HTTP_AUTHORIZATION", "")),
+        secret=bearer_token(environ.get("HTTP_AUTHORIZATION")),
+        route=route,
         if_match=environ.get("HTTP_IF_MATCH"),
         if_none_match=environ.get("HTTP_IF_NONE_MATCH"),
     )

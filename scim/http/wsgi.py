@@ -5,8 +5,8 @@ logging) costs a SCIM request about as much CPU as its database lookup: a GET of
 733 Python calls through it and makes 499 here (bench/README.md, session 8). Here a SCIM request goes
 from the environ to `scim.http.views.scim_answer` and back to the server:
 
-- Routing: `scim.http.routes.scim_route`, the table scim/http/urls.py is built from, on the path decoded the way
-  Django decodes it.
+- Routing: `scim.http.routes.scim_path_args`, by the patterns scim/http/urls.py is built from, on the path
+  decoded the way Django decodes it.
 - The host check (ALLOWED_HOSTS, what CommonMiddleware does first): Django's own `get_host()`, run
   once per distinct Host header and remembered.
 - The headers SecurityMiddleware would add (nosniff, Referrer-Policy, Cross-Origin-Opener-Policy), and
@@ -35,7 +35,7 @@ from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_path_info
 
 from scim.http.activity import Exchange
-from scim.http.routes import scim_route
+from scim.http.routes import scim_path_args
 from scim.http.views import scim_answer
 
 # The SCIM_MIDDLEWARE whose work this module does itself (config/settings.py).
@@ -83,7 +83,7 @@ class ScimApplication:
         self._hosts: dict[tuple[Any, ...], bool] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        args = scim_route(get_path_info(environ)) if covered() else None
+        args = scim_path_args(get_path_info(environ)) if covered() else None
         if args is None or not self._host_allowed(environ):
             return self.fallback(environ, start_response)
         signals.request_started.send(sender=self.__class__, environ=environ)

@@ -40,13 +40,6 @@ class Info:
     subs: dict[str, Sub]
 
 
-def _subs(attribute: dict[str, Any]) -> dict[str, Sub]:
-    return {
-        s["name"].lower(): Sub(s["name"], s["type"], s.get("caseExact", False))
-        for s in attribute.get("subAttributes", [])
-    }
-
-
 def _infos(attributes: list[dict[str, Any]]) -> dict[str, Info]:
     return {
         a["name"].lower(): Info(
@@ -54,7 +47,10 @@ def _infos(attributes: list[dict[str, Any]]) -> dict[str, Info]:
             a["type"],
             a["multiValued"],
             a.get("caseExact", False),
-            _subs(a),
+            {
+                s["name"].lower(): Sub(s["name"], s["type"], s.get("caseExact", False))
+                for s in a.get("subAttributes", [])
+            },
         )
         for a in attributes
     }

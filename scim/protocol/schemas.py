@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
+from core.surfaces import scim_base_url
 from scim.protocol.filter import ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA
 
 SPC_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"
@@ -178,8 +179,6 @@ GROUP_ATTRIBUTES: list[dict[str, Any]] = [
     ),
 ]
 
-COMMON_SETTABLE = {"externalid": "externalId"}
-
 
 def _index(attributes: list[dict[str, Any]]) -> dict[str, tuple[str, bool, dict[str, str] | None]]:
     """lower-case name → (canonical name, multiValued, {lower sub name: canonical} or None)."""
@@ -210,10 +209,6 @@ def _meta(resource_type: str, location: str) -> dict[str, str]:
     return {"resourceType": resource_type, "location": location}
 
 
-def _base(directory_id: str) -> str:
-    return f"{settings.EXTERNAL_URL}/api/scim/v2.0/{directory_id}"
-
-
 def service_provider_config(directory_id: str) -> dict[str, Any]:
     return {
         "schemas": [SPC_SCHEMA],
@@ -233,12 +228,12 @@ def service_provider_config(directory_id: str) -> dict[str, Any]:
                 "primary": True,
             }
         ],
-        "meta": _meta("ServiceProviderConfig", f"{_base(directory_id)}/ServiceProviderConfig"),
+        "meta": _meta("ServiceProviderConfig", f"{scim_base_url(directory_id)}/ServiceProviderConfig"),
     }
 
 
 def resource_types(directory_id: str) -> list[dict[str, Any]]:
-    base = _base(directory_id)
+    base = scim_base_url(directory_id)
     return [
         {
             "schemas": [RESOURCE_TYPE_SCHEMA],
@@ -280,7 +275,7 @@ def _schema_bodies() -> tuple[tuple[str, str, str, list[dict[str, Any]]], ...]:
 
 
 def schemas(directory_id: str) -> list[dict[str, Any]]:
-    base = _base(directory_id)
+    base = scim_base_url(directory_id)
     return [
         {
             "schemas": [SCHEMA_SCHEMA],
@@ -294,11 +289,12 @@ def schemas(directory_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def list_response(resources: list[dict[str, Any]]) -> dict[str, Any]:
+def list_response(total: int, start: int, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ListResponse (RFC 7644 §3.4.2): one page of `total` results, from result number `start`."""
     return {
         "schemas": [LIST_SCHEMA],
-        "totalResults": len(resources),
+        "totalResults": total,
         "itemsPerPage": len(resources),
-        "startIndex": 1,
+        "startIndex": start,
         "Resources": resources,
     }

@@ -14,7 +14,7 @@ from django.test import Client
 from config.wsgi import application  # imported first: its django.setup() configures logging anew
 from core.requestid import scope_bound
 from directories.models import Directory, DirectoryUser
-from tests.scim.conftest import SCIM_CT, user_body, wsgi_run
+from tests.scim.conftest import SCIM_CT, handler_failing, user_body, wsgi_run
 
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
@@ -152,12 +152,7 @@ def test_secrets_never_reach_a_json_log_line(
     # A SCIM write with a password, a wrong secret, and a request that fails with a traceback.
     assert _scim(directory_a, "POST", "/Users", user_body("c@x.io", password=password)).status_code == 201
     Client(HTTP_AUTHORIZATION="Bearer canary-wrong-scim-secret").get(f"/api/scim/v2.0/{directory_a.id}/Users")
-    import scim.dispatch
-
-    def failing(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(scim.dispatch, "_route", failing)
+    handler_failing(monkeypatch, "users", "POST", RuntimeError("boom"))
     assert (
         _scim(directory_a, "POST", "/Users?filter=canary-query", user_body("d@x.io", password=password)).status_code
         == 500

@@ -11,8 +11,8 @@ from django.test import Client
 
 from directories.mapping import attribute_map_problem, custom_attributes, role_map_problem, roles
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from tests.directories.conftest import make_group, make_user
-from tests.directories.test_users_groups_api import ACME, get
+from tests.restapi.conftest import make_group, make_user
+from tests.restapi.test_users_groups_api import ACME, get
 
 ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 RAW = {

@@ -176,3 +176,19 @@ def wsgi_run(app: Any, path: str, *, method: str = "GET", body: bytes = b"", que
     finally:
         getattr(chunks, "close", lambda: None)()
     return seen["status"], seen["headers"], out
+
+
+def handler_failing(
+    monkeypatch: pytest.MonkeyPatch, resource_type: str, method: str, error: Exception, resource_id: str = ""
+) -> None:
+    """Make the handler the route table names for `method` on `resource_type` (and `resource_id`) raise
+    `error` once the request is authenticated, as a defect or an outage below the processor would."""
+    from scim.http.routes import scim_route
+
+    route = scim_route(resource_type, resource_id)
+    assert route is not None and method in route.methods
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setitem(route.methods, method, route.methods[method]._replace(handler=failing))

@@ -1,6 +1,6 @@
 """A request is authenticated before anything of it is parsed: until the secret is checked it costs the
 directory lookup (with what its URL names), never the parsing of its body, its PATCH operations or its
-filter (scim.dispatch). Every parser is made to fail the test if it is called; the answers must be 401."""
+filter (scim.processor). Every parser is made to fail the test if it is called; the answers must be 401."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from urllib.parse import quote
 
 import pytest
 
-import scim.dispatch
+import scim.processor
+import scim.reads
 import scim.services.groups
 import scim.storage.query.filter
 from scim.api import scim_request
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.django_db
 
 
 def _forbid_parsers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Make the body, PATCH and filter parsers record their name and raise, wherever scim.dispatch and the
-    services reach them; returns the names of those called."""
+    """Make the body, PATCH and filter parsers record their name and raise, wherever the processor, the read
+    handlers and the services reach them; returns the names of those called."""
     called: list[str] = []
 
     def forbid(module: Any, name: str) -> None:
@@ -32,10 +33,10 @@ def _forbid_parsers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         monkeypatch.setattr(module, name, refuse)
 
     for module, name in (
-        (scim.dispatch, "parse_json"),
-        (scim.dispatch, "check_document"),
-        (scim.dispatch, "filter_plan"),
-        (scim.dispatch, "search_query"),
+        (scim.processor, "parse_json"),
+        (scim.processor, "check_document"),
+        (scim.reads, "filter_plan"),
+        (scim.reads, "search_query"),
         (scim.storage.query.filter, "parse_filter"),
         (scim.services.groups, "patch_operations"),
         (scim.services.groups, "members_added"),

@@ -26,6 +26,7 @@ from tests.scim.conftest import (
     Scim,
     assert_scim_error,
     group_body,
+    handler_failing,
     rows_of,
     user_body,
     wsgi_run,
@@ -349,20 +350,10 @@ def test_every_answer_carries_a_request_id_and_echoes_a_sane_one(scim_a: Scim) -
     assert Scim(scim_a.directory, secret="wrong").get("/Users", HTTP_X_REQUEST_ID="x" * 129)[0] == 401
 
 
-def _fail_with(monkeypatch: pytest.MonkeyPatch, name: str, error: Exception) -> None:
-    """Make scim.dispatch's `name` raise `error`, as a defect or an outage would."""
-    import scim.dispatch
-
-    def failing(*args: Any, **kwargs: Any) -> Any:
-        raise error
-
-    monkeypatch.setattr(scim.dispatch, name, failing)
-
-
 def test_an_unexpected_exception_is_a_scim_500_with_the_request_id_logged_once(
     scim_a: Scim, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _fail_with(monkeypatch, "_route", RuntimeError("boom"))
+    handler_failing(monkeypatch, "users", "POST", RuntimeError("boom"))
     with caplog.at_level(logging.INFO, logger="roster.scim"):
         status, body = scim_a.post("/Users?filter=secret-query", user_body("pii@x.io"), HTTP_X_REQUEST_ID="trace-500")
     assert_scim_error(status, body, 500)
@@ -382,7 +373,12 @@ def test_an_unexpected_exception_is_a_scim_500_with_the_request_id_logged_once(
 def test_a_database_error_is_a_503_with_retry_after_and_one_line_without_traceback(
     scim_a: Scim, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, error: Exception
 ) -> None:
-    _fail_with(monkeypatch, "authenticate", error)
+    import scim.processor
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(scim.processor, "authenticate", failing)
     with caplog.at_level(logging.INFO, logger="roster.scim"):
         status, body = scim_a.get("/Users", HTTP_X_REQUEST_ID="db-down-1")
     assert_scim_error(status, body, 503)

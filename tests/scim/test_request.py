@@ -10,6 +10,7 @@ import pytest
 
 from directories.models import Directory
 from scim.http.request import ScimRequest
+from scim.http.routes import scim_route
 from tests.scim.conftest import Scim, user_body, wsgi_run
 
 
@@ -22,6 +23,7 @@ def test_the_repr_leaves_out_the_secret_the_query_and_the_body() -> None:
         query={"filter": 'userName eq "pii@x.io"'},
         body=b'{"userName": "pii@x.io"}',
         secret="s3cret-value",
+        route=scim_route("Users", ""),
     )
     text = repr(request)
     assert "s3cret-value" not in text and "pii@x.io" not in text
@@ -78,5 +80,7 @@ def test_every_entry_builds_the_same_request(
         query={"count": "2"},
         body=body,
         secret=directory_a.scim_secret,
+        route=scim_route("users", None),
     )
+    assert expected.route is not None and expected.route.resource_type == "users"
     assert over_http == [expected, expected] and embedded == [expected]

@@ -75,7 +75,7 @@ def test_both_secrets_are_compared_on_every_request_whichever_matches(
 ) -> None:
     """Timing says nothing about which secret matched: every request compares the presented secret with
     two of the same length (a random stand-in when there is no previous secret), in constant time."""
-    from scim import dispatch
+    from scim import authentication
 
     compared: list[int] = []
     real = hmac.compare_digest
@@ -84,7 +84,7 @@ def test_both_secrets_are_compared_on_every_request_whichever_matches(
         compared.append(len(b))
         return real(a, b)
 
-    monkeypatch.setattr(dispatch.hmac, "compare_digest", counting)
+    monkeypatch.setattr(authentication.hmac, "compare_digest", counting)
     old = scim_a.directory.scim_secret
     assert status(scim_a.directory, old) == 200  # no previous secret yet
     directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=60)

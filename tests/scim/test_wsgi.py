@@ -18,7 +18,7 @@ from django.db import OperationalError
 from config.wsgi import SurfaceApplication, application
 from directories.models import Directory, DirectoryUser
 from scim.protocol.versions import version_of
-from tests.scim.conftest import SCIM_CT, user_body
+from tests.scim.conftest import SCIM_CT, handler_failing, user_body
 from tests.scim.conftest import wsgi_run as run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -284,12 +284,7 @@ def test_scim_wsgi_leaves_settings_it_does_not_cover_to_django(
 def test_scim_wsgi_and_django_give_the_same_funnel_answers(
     directory_a: Directory, fast: Any, monkeypatch: pytest.MonkeyPatch, error: Exception, status: int
 ) -> None:
-    import scim.dispatch
-
-    def failing(*args: Any, **kwargs: Any) -> Any:
-        raise error
-
-    monkeypatch.setattr(scim.dispatch, "_route", failing)
+    handler_failing(monkeypatch, "users", "GET", error)
     base = f"/api/scim/v2.0/{directory_a.id}"
     auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
     status_line, body = same_answer(fast, f"{base}/Users", HTTP_X_REQUEST_ID="funnel-1", **auth)
@@ -361,21 +356,21 @@ def test_django_urlpatterns_are_built_from_the_route_table() -> None:
 
 
 def test_django_and_the_wsgi_matcher_route_tricky_paths_alike(directory_a: Directory) -> None:
-    from scim.http.routes import PREFIX, scim_route
+    from scim.http.routes import PREFIX, scim_path_args
 
     routed = 0
     for rest in TRICKY_PATHS:
         path = PREFIX + rest.format(d=directory_a.id)
-        ours = scim_route(path)
+        ours = scim_path_args(path)
         assert ours == _django_route(path), path
         routed += ours is not None
     assert 0 < routed < len(TRICKY_PATHS)  # both kinds are in the list
     for path in ("/api/scim/v2.0", "/api/scim/v2.0//", "/api/scim/v2.1/x/Users", "/API/scim/v2.0/x/Users"):
-        assert scim_route(path) is None and _django_route(path) is None, path
+        assert scim_path_args(path) is None and _django_route(path) is None, path
 
 
 def test_tricky_paths_get_the_same_answer_through_both_entries(directory_a: Directory, fast: Any) -> None:
-    from scim.http.routes import PREFIX, scim_route
+    from scim.http.routes import PREFIX, scim_path_args
 
     auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
     unrouted = 0
@@ -383,5 +378,5 @@ def test_tricky_paths_get_the_same_answer_through_both_entries(directory_a: Dire
         decoded = PREFIX + rest.format(d=directory_a.id)
         path_info = decoded.encode().decode("latin-1")  # PATH_INFO as a server gives it
         same_answer(fast, path_info, **auth)
-        unrouted += scim_route(decoded) is None
+        unrouted += scim_path_args(decoded) is None
     assert fast.fallback_calls() == unrouted  # exactly the paths the table does not match went to Django

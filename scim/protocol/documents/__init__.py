@@ -4,16 +4,17 @@ No database access here: services load a row, call these functions on its `raw` 
 back the result. That keeps a PATCH atomic (everything is applied to a copy, the copy is validated,
 and only then is anything written) and keeps the rules testable without HTTP.
 
-The package is split by topic: `common` (what both resource types share), `patch` (the PatchOp body
-and the document patcher), `users` and `groups`.
+The package is split by topic: `fields` (what both resource types share), `patch` (the PatchOp body
+and the document patcher), `userdoc` and `groupdoc` (the user and the group document; `filterdoc` derives
+the comparison document of either).
 """
 
 from __future__ import annotations
 
-from scim.protocol.documents.common import coerce_active, require_object
-from scim.protocol.documents.groups import MemberPlan, group_finalize, group_patch, member_ids
+from scim.protocol.documents.fields import coerce_active, require_object
+from scim.protocol.documents.groupdoc import MemberPlan, group_finalize, group_patch, member_ids
 from scim.protocol.documents.patch import patch_operations
-from scim.protocol.documents.users import UserColumns, user_finalize, user_patch
+from scim.protocol.documents.userdoc import UserColumns, user_finalize, user_patch
 
 __all__ = [
     "MemberPlan",

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from core.comparison import comparison_key
-from scim.protocol.documents.common import READ_ONLY, Index, key_of
+from scim.protocol.documents.fields import READ_ONLY, Index, key_of
 from scim.protocol.errors import invalid_path, invalid_syntax, invalid_value, mutability, no_target
 from scim.protocol.filter import ENTERPRISE_SCHEMA, And, Compare, Node, Not, Or, PatchPath, matches, parse_patch_path
 from scim.protocol.schemas import PATCH_SCHEMA

@@ -10,7 +10,7 @@ from django.test import Client
 from core.timefmt import iso_utc
 from directories.models import Directory
 from directories.services import directory_create
-from tests.directories.conftest import make_group, make_user
+from tests.restapi.conftest import make_group, make_user
 
 pytestmark = pytest.mark.django_db
 

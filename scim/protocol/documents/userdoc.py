@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.comparison import comparison_key
-from scim.protocol.documents.common import READ_ONLY, canonical_keys, check_known_types, check_string, coerce_active
+from scim.protocol.documents.fields import READ_ONLY, canonical_keys, check_known_types, check_string, coerce_active
 from scim.protocol.documents.filterdoc import filter_document
 from scim.protocol.documents.patch import DocumentPatcher
 from scim.protocol.errors import invalid_value

@@ -8,16 +8,14 @@ from django.conf import settings
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from core.bearer import bearer_token
 from directories.models import ApiKey, api_key_hash
 
 
 def api_key_resolve(header: str | None) -> str | ApiKey | None:
     """Return the principal for an Authorization header: the env key string or the ApiKey row, else None."""
-    if not header:
-        return None
-    scheme, _, key = header.partition(" ")
-    key = key.strip()
-    if scheme.lower() != "bearer" or not key or " " in key:
+    key = bearer_token(header)
+    if key is None:
         return None
     matched: str | None = None
     for configured in settings.API_KEYS:

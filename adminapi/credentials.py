@@ -29,6 +29,7 @@ from rest_framework.request import Request
 
 from adminauth.models import AdminToken, AdminUser
 from adminauth.throttle import client_ip, failure_record, throttle_wait_seconds
+from core.bearer import bearer_token
 
 _PARTS = ("id", "token", "admin_token")
 _SEPARATORS = re.compile(r"[\s,]+")
@@ -175,12 +176,11 @@ def _jwt_credentials(raw: str) -> tuple[AdminUser, AdminToken | None]:
 def admin_credentials_resolve(header: str | None, *, ip: str | None) -> tuple[AdminUser, AdminToken | None]:
     if not header or not header.strip():
         raise AdminAuthFailed(INVALID)
-    scheme, _, rest = header.strip().partition(" ")
-    if scheme.lower() == "bearer":
-        raw = rest.strip()
-        if not raw or " " in raw:
-            raise AdminAuthFailed(INVALID)
-        return _jwt_credentials(raw)
+    token = bearer_token(header)
+    if token is not None:
+        return _jwt_credentials(token)
+    # Anything else is read as the token parts, which refuse a Bearer header whose token is empty or
+    # holds a space as well: "Bearer" is not one of them.
     return _token_credentials(header, ip)
 
 

@@ -1,4 +1,5 @@
-"""Save-time webhook URL checks and the shared address policy (interop S1, S2)."""
+"""The outbound-address guard (core/outbound.py): save-time webhook URL checks and the shared address policy
+(interop S1, S2)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from django.test import Client
 
 from directories.models import ApiKey, Directory
 from directories.services import api_key_create, api_key_revoke
-from tests.directories.conftest import make_group, make_user
+from tests.restapi.conftest import make_group, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.comparison import comparison_key
-from scim.protocol.documents.common import canonical_keys, check_string, key_of
+from scim.protocol.documents.fields import canonical_keys, check_string, key_of
 from scim.protocol.documents.filterdoc import filter_document
 from scim.protocol.documents.patch import DocumentPatcher
 from scim.protocol.errors import invalid_path, invalid_value

@@ -12,8 +12,8 @@ from django.utils import timezone
 from core.comparison import comparison_key
 from directories.models import Directory, DirectoryUser
 from directories.selectors import after_shown_instant
-from tests.directories.conftest import make_group, make_user
-from tests.directories.test_users_groups_api import ACME, BASE, get
+from tests.restapi.conftest import make_group, make_user
+from tests.restapi.test_users_groups_api import ACME, BASE, get
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
+from core.surfaces import scim_base_url
 from core.timefmt import iso_utc
 from directories.models import DirectoryGroup, DirectoryUser
 from scim.protocol.errors import invalid_value
@@ -21,20 +20,16 @@ ALWAYS_RETURNED = ("schemas", "id")
 KNOWN_EXTENSIONS = {ENTERPRISE_SCHEMA.lower(): ENTERPRISE_SCHEMA}
 
 
-def base_url(directory_id: Any) -> str:
-    return f"{settings.EXTERNAL_URL}/api/scim/v2.0/{directory_id}"
-
-
 def user_location(directory_id: Any, user_id: Any) -> str:
-    return f"{base_url(directory_id)}/Users/{user_id}"
+    return f"{scim_base_url(directory_id)}/Users/{user_id}"
 
 
 def group_location(directory_id: Any, group_id: Any) -> str:
-    return f"{base_url(directory_id)}/Groups/{group_id}"
+    return f"{scim_base_url(directory_id)}/Groups/{group_id}"
 
 
 def user_resource(user: DirectoryUser) -> dict[str, Any]:
-    """`groups` comes from `user.member_of` when it was read (scim.dispatch reads it when wanted)."""
+    """`groups` comes from `user.member_of` when it was read (scim.reads reads it when wanted)."""
     raw = user.raw
     uid = str(user.id)  # once: a list page renders a hundred of these
     resource: dict[str, Any] = {"schemas": raw.get("schemas") or [USER_SCHEMA], "id": uid}

@@ -10,7 +10,7 @@ from django.test import Client
 
 from adminauth.models import AuditEntry
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from tests.directories.conftest import make_group, make_user
+from tests.restapi.conftest import make_group, make_user
 
 pytestmark = pytest.mark.django_db
 

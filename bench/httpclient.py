@@ -6,7 +6,7 @@ Jackson, whose Node process runs on one). `http.client` cost 0.33 ms of CPU per 
 of it in user space (building the request, and parsing every response's headers with the email
 package). This client writes the request bytes itself and reads the status line, the headers it
 needs (Content-Length, Transfer-Encoding, Connection) and the body, and nothing else: 0.18 ms per
-request, 0.06 of it in user space (bench/README.md, session 6).
+request, 0.06 of it in user space.
 
 What it handles: Content-Length bodies, chunked bodies, bodies that end when the server closes,
 responses without a body (HEAD, 1xx, 204, 304), `Connection: close` (a server that closes after a

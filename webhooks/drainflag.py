@@ -69,8 +69,8 @@ class DrainFlag:
     def _kick_client(self) -> redis.Redis:
         """This thread's client for the kick, holding one connection of the pool for good. The kick runs
         inside every SCIM write, and a pooled client takes a connection out and puts it back around each
-        command, checking it each time: kept for speed, bench/README.md, 'Code kept for speed', "The
-        kick's own Redis connection". A connection that fails is closed by redis-py and reopened on the
+        command, checking it each time: kept for speed, bench/README.md, 'Code kept for speed', "Drain
+        flag on one kept connection". A connection that fails is closed by redis-py and reopened on the
         next kick."""
         client = getattr(self._local, "client", None)
         if client is None:

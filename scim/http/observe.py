@@ -3,8 +3,8 @@ and one log line for every write and every 4xx.
 
 Called by the adapter (scim/http/views.py, `scim_answer`), the one point both HTTP entries pass
 through, once the answer is known. This is the hot path of the service: one settings lookup and two
-cached metric children while METRICS_TOKEN is set, one log call for a write or a 4xx (its cost per
-request is in bench/README.md, "Operations"). A 5xx is logged by the adapter's error funnel already.
+cached metric children while METRICS_TOKEN is set, one log call for a write or a 4xx (what that costs a
+request: bench/README.md, "Other measured costs"). A 5xx is logged by the adapter's error funnel already.
 The line names the method, the resource type and the status, never the path, query or body (ids,
 filter values and attributes are personal data); the request and directory ids come with it
 (core.logfilters.RequestScopeFields).

@@ -1,8 +1,8 @@
 """The SCIM endpoint as a plain WSGI application, for the requests that identity providers send.
 
 Django's request handler (request and response objects, the middleware chain, URL resolving, response
-logging) costs a SCIM request about as much CPU as its database lookup: a GET of an unknown user made
-733 Python calls through it and makes 499 here (bench/README.md, session 8). Here a SCIM request goes
+logging) costs a SCIM request about as much CPU as its database lookup (kept for speed: bench/README.md,
+"Code kept for speed", "SCIM without Django's handler"). Here a SCIM request goes
 from the environ to `scim.http.views.scim_answer` and back to the server:
 
 - Routing: `scim.http.routes.scim_path_args`, by the patterns scim/http/urls.py is built from, on the path

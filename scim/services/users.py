@@ -31,7 +31,7 @@ def _user_apply(user: DirectoryUser, build: Any) -> list[str] | None:
     new_values = columns.as_dict()
     changed = [f for f, v in new_values.items() if getattr(user, f) != v]
     if raw == user.raw and not changed:
-        return None  # nothing changed: no write, no event (issue 3 §9)
+        return None  # nothing changed: no write, no event (docs/contract.md, webhooks)
     for name, value in new_values.items():
         setattr(user, name, value)
     user.raw = raw

@@ -53,7 +53,7 @@ def _member_of(value: Any) -> list[tuple[uuid.UUID, str]]:
 # A user's groups read in the same statement as the user: SCIM's `groups` and the roles of its events.
 # Each group's name is a lookup by primary key, not a join, which made PostgreSQL hash the directory's
 # whole group table once per user read: kept for speed, bench/README.md, 'Code kept for speed',
-# "A user's groups read by key".
+# "A user's groups by key lookup".
 MEMBER_OF = Extra(
     "member_of",
     '(SELECT CAST(COALESCE(json_agg(json_build_array(m."group_id", '

@@ -14,7 +14,7 @@ Three kinds of attributes:
   PostgreSQL give the same answers.
 
 A filter that is one equality on an indexed column is planned apart (`filter_plan`): kept for speed,
-bench/README.md, 'Code kept for speed', "Equality filters as fixed SQL".
+bench/README.md, 'Code kept for speed', "Fixed SQL for hot lookups".
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from directories.services import (
 )
 from scim import tokens
 from scim.api import scim_request
-from scim.tokens import EXPIRES_IN
+from scim.tokens import EXPIRES_IN, TOKEN_LENGTH
 from tests.scim.conftest import OAuth, Scim, oauth_on, user_body
 
 pytestmark = pytest.mark.django_db
@@ -110,7 +110,7 @@ def test_the_static_secret_keeps_working_beside_tokens_by_default(oauth_a: OAuth
 def test_the_embedding_api_takes_a_token_and_has_no_token_endpoint(oauth_a: OAuth) -> None:
     request = {"method": "GET", "directoryId": str(oauth_a.directory.id), "resourceType": "users"}
     assert scim_request({**request, "apiSecret": oauth_a.token()})["status"] == 200
-    assert scim_request({**request, "apiSecret": "roster." + "A" * 87})["status"] == 401
+    assert scim_request({**request, "apiSecret": "roster." + "0" * (TOKEN_LENGTH - 7)})["status"] == 401
     token_route = {**request, "method": "POST", "resourceType": "oauth", "resourceId": "token"}
     assert scim_request({**token_route, "apiSecret": oauth_a.directory.scim_secret})["status"] == 404
 
@@ -164,7 +164,7 @@ def test_bad_tokens_count_as_auth_failures_and_make_the_state_invalid_credential
     monkeypatch.setattr(tokens, "clock", lambda: issued)
     expired = oauth_a.token()
     monkeypatch.undo()
-    for bad in (oauth_b.token(), expired, "roster." + "B" * 87):
+    for bad in (oauth_b.token(), expired, "roster." + "b" * (TOKEN_LENGTH - 7)):
         assert answer(directory, bad)[0] == 401
     state = health(directory)
     assert state["state"] == "invalid_credentials"

@@ -45,9 +45,7 @@ def audit_record(
 ) -> AuditEntry:
     """Record one admin action. `details` is for non-secret context (e.g. which fields changed)."""
     clean = {
-        k: v
-        for k, v in (details or {}).items()
-        if isinstance(v, bool) or not any(s in k.lower() for s in _SECRET_KEYS)
+        k: v for k, v in (details or {}).items() if isinstance(v, bool) or not any(s in k.lower() for s in _SECRET_KEYS)
     }
     return AuditEntry.objects.create(
         actor=actor,

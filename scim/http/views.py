@@ -67,8 +67,9 @@ def scim_answer(
     at most once, see `http_request`); the other arguments are the route's (scim/http/routes.py).
 
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
-    the request's id (`X-Request-Id`, on every answer). The log lines name the method, the path and the
-    request id, never the body, the query or the Authorization header (they carry PII and secrets)."""
+    the request's id (`X-Request-Id`, on every answer); the token endpoint's answers are RFC 6749's JSON
+    (scim/http/token.py, its own funnel). The log lines name the method, the path and the request id,
+    never the body, the query or the Authorization header (they carry PII and secrets)."""
     started = time.perf_counter()
     method = (environ.get("REQUEST_METHOD") or "GET").upper()
     scope, scope_token = scope_enter(environ)

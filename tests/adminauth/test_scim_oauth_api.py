@@ -57,6 +57,10 @@ def test_the_rotation_needs_an_admin_credential(
         assert response.status_code == 401 and response.json()["data"] is None
     assert not Directory.objects.filter(scim_oauth_secret_hash__gt="").exists()
     assert not AuditEntry.objects.filter(action="directory.scim_oauth_secret_rotated").exists()
+    # An admin's rotation of one directory leaves every other one as it was.
+    assert call(admin_session.client(), "post", f"/directories/{directory_b.id}/scim-oauth-secret").status_code == 200
+    assert Directory.objects.get(pk=directory_b.pk).scim_oauth_enabled
+    assert not Directory.objects.get(pk=directory_a.pk).scim_oauth_enabled
 
 
 def test_the_rotation_of_an_unknown_directory_or_with_a_body_is_refused(

@@ -1583,7 +1583,7 @@ def wrong_credentials(world: World, kind: str) -> dict[str, str | None]:
         # one of the right shape that is none; on the other surfaces, A's good token too.
         "token_other_directory": f"Bearer {world.token_b}",
         "token_expired": f"Bearer {world.expired_token_a}",
-        "token_tampered": f"Bearer {world.token_a[:-1]}{'B' if world.token_a[-1] != 'B' else 'C'}",
+        "token_tampered": f"Bearer {world.token_a[:-1]}{'0' if world.token_a[-1] != '0' else '1'}",
         "token_shaped": "Bearer roster." + "0" * 130,
         "token_elsewhere": f"Bearer {world.token_a}" if kind != "scim" else f"Bearer {world.token_a}x",
         "oauth_client_secret": f"Bearer {world.oauth_secret_a}",

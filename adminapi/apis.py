@@ -37,7 +37,13 @@ from core.errors import NotFound, ValidationFailed
 from directories.activity.rendering import scim_log_entry_data
 from directories.activity.selectors import scim_log_list
 from directories.models import Directory
-from directories.rendering import directories_data, directory_data, group_data, user_data
+from directories.rendering import (
+    directories_data,
+    directory_data,
+    directory_with_client_secret,
+    group_data,
+    user_data,
+)
 from directories.selectors import (
     directory_get,
     directory_groups,
@@ -45,7 +51,7 @@ from directories.selectors import (
     directory_users,
     user_groups_attach,
 )
-from directories.services import scim_secret_rotation_input
+from directories.services import scim_oauth_secret_rotation_input, scim_secret_rotation_input
 from setuplinks.rendering import setup_link_data
 from setuplinks.selectors import setup_link_get, setup_link_list
 from setuplinks.services import Actor, setup_link_create, setup_link_input, setup_link_revoke
@@ -189,6 +195,17 @@ class ScimSecretApi(AdminView):
             actor=request.user, client_ip=self._ip(), directory=directory, grace_seconds=grace
         )
         return ok(directory_data(directory))
+
+
+class ScimOAuthSecretApi(AdminView):
+    def post(self, request: Request, directory_id: str) -> Response:
+        """Create or rotate the OAuth client secret (contract §4.3): the answer shows it, once."""
+        directory = self._directory(directory_id)
+        scim_oauth_secret_rotation_input(_body(request))
+        directory, secret = services.admin_directory_scim_oauth_secret_rotate(
+            actor=request.user, client_ip=self._ip(), directory=directory
+        )
+        return ok(directory_with_client_secret(directory, secret))
 
 
 class WebhookSecretApi(AdminView):

@@ -12,6 +12,11 @@ urlpatterns = [
     path("directories/<str:directory_id>", apis.DirectoryApi.as_view(), name="admin-directory"),
     path("directories/<str:directory_id>/scim-secret", apis.ScimSecretApi.as_view(), name="admin-scim-secret"),
     path("directories/<str:directory_id>/webhook-secret", apis.WebhookSecretApi.as_view(), name="admin-webhook-secret"),
+    path(
+        "directories/<str:directory_id>/scim-oauth-secret",
+        apis.ScimOAuthSecretApi.as_view(),
+        name="admin-scim-oauth-secret",
+    ),
     path("directories/<str:directory_id>/users", apis.DirectoryUsersApi.as_view(), name="admin-directory-users"),
     path("directories/<str:directory_id>/groups", apis.DirectoryGroupsApi.as_view(), name="admin-directory-groups"),
     path("directories/<str:directory_id>/events", apis.DirectoryEventsApi.as_view(), name="admin-directory-events"),

@@ -94,10 +94,12 @@ class LoginFailure(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     client_ip = models.CharField(max_length=64)
-    # The email tried at the portal's sign-in (empty for the admin API's tokens), counted per account.
+    # The account tried, counted per account: the email at the portal's sign-in (empty for the admin API's
+    # tokens), `directory:<id>` at a directory's OAuth token endpoint.
     email_key = models.CharField(max_length=320, blank=True, default="")
-    # What was tried (adminauth.throttle): "admin" credentials, or a "setup-link" token. Each is counted
-    # apart, so a customer's IT admin opening expired setup links cannot lock admins out, nor the reverse.
+    # What was tried (adminauth.throttle): "admin" credentials, a "setup-link" token, or a "scim-oauth"
+    # client secret. Each is counted apart, so a customer's IT admin opening expired setup links cannot
+    # lock admins out, nor the reverse.
     scope = models.CharField(max_length=16, default="admin")
     created_at = models.DateTimeField()
 

@@ -28,7 +28,8 @@ from directories.models import Directory
 
 PASSWORD_MIN_LENGTH = 8
 
-# Keys whose values must never reach the audit trail, whatever the caller passes in `details`.
+# Keys whose values must never reach the audit trail, whatever the caller passes in `details` (a boolean
+# is no secret: `static_secret_enabled: false` says which way a switch went).
 _SECRET_KEYS = ("secret", "token", "password", "key")
 
 
@@ -43,7 +44,9 @@ def audit_record(
     details: dict[str, Any] | None = None,
 ) -> AuditEntry:
     """Record one admin action. `details` is for non-secret context (e.g. which fields changed)."""
-    clean = {k: v for k, v in (details or {}).items() if not any(s in k.lower() for s in _SECRET_KEYS)}
+    clean = {
+        k: v for k, v in (details or {}).items() if isinstance(v, bool) or not any(s in k.lower() for s in _SECRET_KEYS)
+    }
     return AuditEntry.objects.create(
         actor=actor,
         actor_email=actor.email if actor else "",
@@ -80,18 +83,37 @@ def admin_directory_create(*, actor: AdminUser | None, client_ip: str | None, da
     return directory
 
 
-def _update_action(changed: list[str], directory: Directory) -> str:
-    """The audit action of one update. One update leaves exactly one entry; when the update changes
-    only one of the flags the portal offers as a separate switch, the entry carries that switch's own
-    name, so `?action=directory.webhook_logging_toggled` finds the toggles an auditor looks for. A
-    mixed update is "directory.updated" and its details still say the flags' new values."""
+# The flags whose new values an update's audit entry states (flags are not secrets).
+UPDATE_FLAGS = ("log_webhook_events", "deactivated", "log_scim_requests", "scim_static_secret_enabled")
+
+
+def directory_update_action(changed: list[str], directory: Directory) -> str:
+    """The audit action of one update, on every surface. One update leaves exactly one entry; when the
+    update changes only one of the flags the portal offers as a separate switch, the entry carries that
+    switch's own name, so `?action=directory.webhook_logging_toggled` finds the toggles an auditor looks
+    for. A mixed update is "directory.updated" and its details still say the flags' new values."""
     if changed == ["log_webhook_events"]:
         return "directory.webhook_logging_toggled"
     if changed == ["log_scim_requests"]:
         return "directory.scim_logging_toggled"
     if changed == ["deactivated"]:
         return "directory.deactivated" if directory.deactivated else "directory.activated"
+    if changed == ["scim_static_secret_enabled"]:
+        # Contract §4.3: every switch of the static SCIM secret is audited under its own name.
+        return "directory.scim_static_secret_toggled"
     return "directory.updated"
+
+
+def directory_update_details(changed: list[str], directory: Directory) -> dict[str, Any]:
+    """What an update's audit entry says: the fields changed, the new values of the flags among them,
+    and the new name."""
+    details: dict[str, Any] = {"fields": changed}
+    for flag in UPDATE_FLAGS:
+        if flag in changed:
+            details[flag] = getattr(directory, flag)
+    if "name" in changed:
+        details["name"] = directory.name
+    return details
 
 
 def admin_directory_update(
@@ -101,21 +123,14 @@ def admin_directory_update(
     with transaction.atomic():
         directory, changed = directory_services.directory_update(directory=directory, data=data)
         if changed:
-            details: dict[str, Any] = {"fields": changed}
-            # Flags are not secrets: their new values make the entry readable on its own.
-            for flag in ("log_webhook_events", "deactivated", "log_scim_requests"):
-                if flag in changed:
-                    details[flag] = getattr(directory, flag)
-            if "name" in changed:
-                details["name"] = directory.name
             audit_record(
                 actor=actor,
-                action=_update_action(changed, directory),
+                action=directory_update_action(changed, directory),
                 target_type="directory",
                 target_id=directory.id,
                 directory_id=directory.id,
                 client_ip=client_ip,
-                details=details,
+                details=directory_update_details(changed, directory),
             )
     return directory
 
@@ -171,6 +186,25 @@ def admin_directory_previous_scim_secret_revoke(
                 client_ip=client_ip,
             )
     return directory, revoked
+
+
+def admin_directory_scim_oauth_secret_rotate(
+    *, actor: AdminUser | None, client_ip: str | None, directory: Directory
+) -> tuple[Directory, str]:
+    """A new client secret for the directory's OAuth client (contract §4.3); returns the directory and the
+    secret, to show once. Audited, never with the secret."""
+    with transaction.atomic():
+        directory, secret, first = directory_services.directory_scim_oauth_secret_rotate(directory=directory)
+        audit_record(
+            actor=actor,
+            action="directory.scim_oauth_secret_rotated",
+            target_type="directory",
+            target_id=directory.id,
+            directory_id=directory.id,
+            client_ip=client_ip,
+            details={"first": first},
+        )
+    return directory, secret
 
 
 def admin_directory_webhook_secret_rotate(

@@ -273,4 +273,7 @@ ADMIN_LOGIN_MAX_FAILURES = env.int("ADMIN_LOGIN_MAX_FAILURES", default=10)
 ADMIN_LOGIN_FAILURE_WINDOW_SECONDS = env.int("ADMIN_LOGIN_FAILURE_WINDOW_SECONDS", default=900)
 # The portal's sign-in also counts failures per email tried, from any address (adminauth.throttle).
 ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL = env.int("ADMIN_LOGIN_MAX_FAILURES_PER_EMAIL", default=5)
+# The token endpoint of a directory's OAuth client also counts wrong client secrets per directory, from any
+# address, within the same window (adminauth.throttle; contract §4.3).
+SCIM_OAUTH_MAX_FAILURES_PER_DIRECTORY = env.int("SCIM_OAUTH_MAX_FAILURES_PER_DIRECTORY", default=50)
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)

@@ -31,6 +31,9 @@ _PREFIXES = (
 
 # The SCIM endpoint of a directory is SCIM_BASE_PATH/<directory id> (contract §4).
 SCIM_BASE_PATH = "/api/scim/v2.0"
+# The token endpoint of a directory's OAuth client, below its SCIM endpoint (contract §4.3). Not a SCIM
+# resource: scim/http/routes.py routes it to the token endpoint, which answers in RFC 6749's format.
+SCIM_TOKEN_PATH = "/oauth/token"
 # Entra ID sends RFC-conformant PATCH bodies (ops in lower case, `active` as a boolean, member removal by
 # value filter) when its tenant URL carries this query flag.
 ENTRA_FLAG = "aadOptscim062020"
@@ -53,3 +56,8 @@ def scim_base_url(directory_id: Any) -> str:
     """The absolute URL of a directory's SCIM endpoint (EXTERNAL_URL and `scim_path`): what resources'
     `meta.location` and discovery documents start with (RFC 7644 §3.1)."""
     return f"{settings.EXTERNAL_URL}{SCIM_BASE_PATH}/{directory_id}"
+
+
+def scim_token_url(directory_id: Any) -> str:
+    """The absolute URL of the token endpoint of a directory's OAuth client (contract §4.3)."""
+    return scim_base_url(directory_id) + SCIM_TOKEN_PATH

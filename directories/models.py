@@ -48,6 +48,13 @@ class Directory(models.Model):
     log_scim_requests = models.BooleanField(default=False)
     previous_scim_secret = EncryptedTextField(blank=True, default="")
     previous_scim_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    # OAuth 2.0 client credentials for SCIM (contract §4.3). The client's id is the directory's id; of its
+    # secret only the SHA-256 digest is kept ("" until one is made: OAuth is off until then). Access tokens
+    # are MACed with a key derived from this digest (scim/tokens.py), so a new secret ends every earlier
+    # token. `scim_static_secret_enabled` false turns the bearer secret above off (and a kept previous one).
+    scim_oauth_secret_hash = models.CharField(max_length=64, blank=True, default="")
+    scim_oauth_secret_created_at = models.DateTimeField(null=True, blank=True)
+    scim_static_secret_enabled = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -59,6 +66,11 @@ class Directory(models.Model):
     @property
     def has_webhook(self) -> bool:
         return bool(self.webhook_url)
+
+    @property
+    def scim_oauth_enabled(self) -> bool:
+        """Whether the directory's OAuth client has a secret, so its token endpoint issues tokens."""
+        return bool(self.scim_oauth_secret_hash)
 
     def previous_scim_secret_valid(self, now: datetime) -> bool:
         """Whether the secret a rotation with grace kept still authenticates at `now`."""

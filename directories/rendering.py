@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from django.utils import timezone
 
-from core.surfaces import ENTRA_FLAG, scim_base_url, scim_path
+from core.surfaces import ENTRA_FLAG, scim_base_url, scim_path, scim_token_url
 from core.timefmt import iso_utc, iso_utc_or_none
 from directories.activity.rendering import health_data, health_row, scim_secret_data
 from directories.mapping import custom_attributes, roles
@@ -21,6 +21,21 @@ from directories.selectors import directories_by_id, user_groups_attach
 def scim_endpoint(directory: Directory) -> str:
     endpoint = scim_base_url(directory.id)
     return f"{endpoint}?{ENTRA_FLAG}" if directory.type == DirectoryType.AZURE else endpoint
+
+
+def scim_oauth_data(directory: Directory, *, client_secret: str | None = None) -> dict[str, Any]:
+    """`scim.oauth` (contract §4.3): the directory's OAuth client. Its id is the directory's id (stable, and
+    it names nothing the URL does not); `enabled` once it has a client secret. `client_secret` only in the
+    answer that created it: only its digest is stored."""
+    data: dict[str, Any] = {
+        "client_id": str(directory.id),
+        "token_endpoint": scim_token_url(directory.id),
+        "enabled": directory.scim_oauth_enabled,
+        "client_secret_created_at": iso_utc_or_none(directory.scim_oauth_secret_created_at),
+    }
+    if client_secret is not None:
+        data["client_secret"] = client_secret
+    return data
 
 
 def events_data(last_sequence: int, oldest_sequence: int | None) -> dict[str, Any]:
@@ -50,6 +65,8 @@ def directory_data(
             "path": scim_path(directory.id),
             "secret": directory.scim_secret,
             "endpoint": scim_endpoint(directory),
+            "static_secret_enabled": directory.scim_static_secret_enabled,
+            "oauth": scim_oauth_data(directory),
         },
         "webhook": {"endpoint": directory.webhook_url or None, "secret": directory.webhook_secret or None},
         "created_at": iso_utc_or_none(directory.created_at),
@@ -75,6 +92,14 @@ def _scim_activity_add(data: dict[str, Any], directory: Directory, now: datetime
     data["log_scim_requests"] = directory.log_scim_requests
     data["scim"].update(scim_secret_data(directory, health, now))
     data["health"] = health_data(directory, health, now)
+
+
+def directory_with_client_secret(directory: Directory, client_secret: str) -> dict[str, Any]:
+    """The Directory with the OAuth client secret just made (`scim.oauth.client_secret`): the one answer
+    that shows it (contract §4.3)."""
+    data = directory_data(directory)
+    data["scim"]["oauth"] = scim_oauth_data(directory, client_secret=client_secret)
+    return data
 
 
 def directory_public_data(directory: Directory, *, now: datetime | None = None) -> dict[str, Any]:

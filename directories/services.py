@@ -11,7 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.apiinput import fields_known
-from core.errors import NotFound, ValidationFailed
+from core.crypto import secret_digest
+from core.errors import Conflict, NotFound, ValidationFailed
 from core.outbound import validate_webhook_url
 from directories.activity.services import scim_health_settle, scim_previous_secret_forgotten, scim_secret_rotated
 from directories.mapping import attribute_map_problem, role_map_problem
@@ -32,7 +33,12 @@ UPDATABLE_FIELDS = (
     # mapped attributes and roles (contract §3)
     "attribute_map",
     "role_map",
+    # the SCIM object's switch (contract §4.3), as `{"scim": {"static_secret_enabled": …}}` or at the top level
+    "scim",
+    "static_secret_enabled",
 )
+# The fields of `scim` an update may name; the rest of the Directory's `scim` object is read-only.
+SCIM_UPDATABLE_FIELDS = ("static_secret_enabled",)
 # A rotation may keep the previous SCIM secret working this long (contract §4.1: 7 days).
 GRACE_SECONDS_MAX = 7 * 24 * 3600
 
@@ -148,10 +154,21 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
         if value is not None:
             changes[flag] = value
     changes.update(_maps(data))
+    static = _static_secret_enabled(data)
+    if static is not None:
+        changes["scim_static_secret_enabled"] = static
     changed = [f for f, v in changes.items() if getattr(directory, f) != v]
     if not changed:
         return directory, []
     with transaction.atomic():
+        if "scim_static_secret_enabled" in changed and not changes["scim_static_secret_enabled"]:
+            # Under the row's lock, from the row as committed: the directory must keep a way in.
+            locked = Directory.objects.select_for_update().filter(pk=directory.pk)
+            if not locked.values_list("scim_oauth_secret_hash", flat=True).first():
+                raise Conflict(
+                    "The static SCIM secret cannot be turned off while OAuth has no client secret: the directory "
+                    "would have no way in. Create the OAuth client secret first (POST …/scim-oauth-secret).",
+                )
         for field in changed:
             setattr(directory, field, changes[field])
         directory.save(update_fields=[*changed, "updated_at"])
@@ -175,6 +192,32 @@ def _maps(data: dict[str, Any]) -> dict[str, Any]:
             raise ValidationFailed(found[1], field=field)
         changes[field] = value
     return changes
+
+
+def _static_secret_enabled(data: dict[str, Any]) -> bool | None:
+    """`scim.static_secret_enabled` of an update (contract §4.3), also accepted as a top-level
+    `static_secret_enabled`; None when absent. Both forms at once must agree."""
+    values = []
+    if data.get("scim") is not None:
+        scim = data["scim"]
+        if not isinstance(scim, dict):
+            raise ValidationFailed('scim must be an object, e.g. {"static_secret_enabled": false}.', field="scim")
+        fields_known(scim, SCIM_UPDATABLE_FIELDS, verb="Updatable in scim")
+        if scim.get("static_secret_enabled") is not None:
+            values.append(_flag(scim["static_secret_enabled"], "scim.static_secret_enabled"))
+    if data.get("static_secret_enabled") is not None:
+        values.append(_flag(data["static_secret_enabled"], "static_secret_enabled"))
+    if len(set(values)) > 1:
+        raise ValidationFailed(
+            "scim.static_secret_enabled and static_secret_enabled disagree: send one.", field="static_secret_enabled"
+        )
+    return values[0] if values else None
+
+
+def _flag(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationFailed(f"{field} must be true or false.", field=field)
+    return value
 
 
 def directory_delete(*, directory: Directory) -> None:
@@ -237,6 +280,29 @@ def directory_previous_scim_secret_revoke(*, directory: Directory) -> tuple[Dire
         directory.save(update_fields=["previous_scim_secret", "previous_scim_secret_expires_at", "updated_at"])
         scim_previous_secret_forgotten(directory=directory)
     return directory, had
+
+
+def directory_scim_oauth_secret_rotate(*, directory: Directory) -> tuple[Directory, str, bool]:
+    """A new client secret for the directory's OAuth client (contract §4.3): returns the directory, the
+    secret (only its SHA-256 digest is stored: shown in this answer only) and whether it is the first
+    (OAuth was off until now). Every access token issued before stops working at once, on every node:
+    their key is derived from the digest (scim/tokens.py)."""
+    secret = secret_generate()
+    with transaction.atomic():
+        # Under the row's lock: of two rotations at once, the one that commits last is the secret that works.
+        locked = Directory.objects.select_for_update().filter(pk=directory.pk)
+        previous = locked.values_list("scim_oauth_secret_hash", flat=True).first()
+        if previous is None:
+            raise NotFound("Directory not found.")  # deleted since it was read
+        directory.scim_oauth_secret_hash = secret_digest(secret)
+        directory.scim_oauth_secret_created_at = timezone.now()
+        directory.save(update_fields=["scim_oauth_secret_hash", "scim_oauth_secret_created_at", "updated_at"])
+    return directory, secret, not previous
+
+
+def scim_oauth_secret_rotation_input(data: dict[str, Any]) -> None:
+    """The body of a client secret rotation: `{}` (or none). Any field is a 400 naming it."""
+    fields_known(data, [])
 
 
 def directory_webhook_secret_rotate(*, directory: Directory) -> Directory:

@@ -24,6 +24,17 @@ urlpatterns = [
         directories.directory_scim_secret_rotate,
         name="directory_scim_secret",
     ),
+    # OAuth client credentials for SCIM (contract §4.3): the client secret, and the static secret's switch.
+    path(
+        "directories/<str:directory_id>/scim-oauth-secret",
+        directories.directory_scim_oauth_secret_rotate,
+        name="directory_scim_oauth_secret",
+    ),
+    path(
+        "directories/<str:directory_id>/scim-static-secret",
+        directories.directory_scim_static_secret_set,
+        name="directory_scim_static_secret",
+    ),
     path(
         "directories/<str:directory_id>/webhook-secret",
         directories.directory_webhook_secret_rotate,

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adminauth.services import audit_record
+from adminauth.services import audit_record, directory_update_action, directory_update_details
 from core.apiinput import (
     json_body,
     json_object_body,
@@ -32,7 +32,14 @@ from core.apiinput import (
 from core.envelope import EnvelopeOnly, ok
 from core.errors import NotFound
 from directories.models import ApiKey, Directory
-from directories.rendering import directories_data, directory_data, group_data, group_with_members_data, users_data
+from directories.rendering import (
+    directories_data,
+    directory_data,
+    directory_with_client_secret,
+    group_data,
+    group_with_members_data,
+    users_data,
+)
 from directories.selectors import (
     UserFilters,
     directory_get,
@@ -48,8 +55,10 @@ from directories.services import (
     directory_create,
     directory_delete,
     directory_previous_scim_secret_revoke,
+    directory_scim_oauth_secret_rotate,
     directory_scim_secret_rotate,
     directory_update,
+    scim_oauth_secret_rotation_input,
     scim_secret_rotation_input,
 )
 from restapi import openapi_common as doc
@@ -171,10 +180,13 @@ class DirectoryDetailApi(ApiView):
     @extend_schema(
         operation_id="directories_update",
         summary="Update a directory",
-        description="Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook.",
+        description=(
+            "Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook. "
+            "Turning the static SCIM secret off while OAuth has no client secret is a 409."
+        ),
         parameters=[doc.path_uuid("directory_id")],
         request=directories_doc.DirectoryPatchInput,
-        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 409, 413)},
     )
     def patch(self, request: Request, directory_id: str) -> Response:
         directory = directory_or_404(directory_id)
@@ -182,7 +194,11 @@ class DirectoryDetailApi(ApiView):
         with transaction.atomic():
             directory, changed = directory_update(directory=directory, data=data)
             if changed:
-                _audit(request, action="directory.updated", directory=directory, details={"fields": changed})
+                action, details = (
+                    directory_update_action(changed, directory),
+                    directory_update_details(changed, directory),
+                )
+                _audit(request, action=action, directory=directory, details=details)
         return ok(directory_data(directory))
 
     @extend_schema(
@@ -352,3 +368,30 @@ class PreviousScimSecretApi(ApiView):
             if revoked:
                 _audit(request, action="directory.previous_scim_secret_revoked", directory=directory)
         return ok(directory_data(directory))
+
+
+# --- OAuth client credentials for SCIM (contract §4.3) ---------------------------------------------------
+
+
+class ScimOAuthSecretApi(ApiView):
+    @extend_schema(
+        operation_id="directories_scim_oauth_secret_rotate",
+        summary="Create or rotate the OAuth client secret of the SCIM endpoint",
+        description=(
+            "A new client secret for the directory's OAuth client, shown in this answer only (client_secret in "
+            "the oauth object of scim): only its SHA-256 digest is stored. The first one turns OAuth on (the "
+            "token endpoint, token_endpoint in the same object, issues access tokens from then on); each later "
+            "one ends every access token issued before, at once. The body is empty or {}."
+        ),
+        parameters=[doc.path_uuid("directory_id")],
+        request=scim_doc.ScimOAuthSecretRotateInput,
+        responses={200: directories_doc.DirectoryEnvelope, **doc.errors(404, 413)},
+    )
+    def post(self, request: Request, directory_id: str) -> Response:
+        directory = directory_or_404(directory_id)
+        scim_oauth_secret_rotation_input(json_object_body(request))
+        with transaction.atomic():
+            directory, secret, first = directory_scim_oauth_secret_rotate(directory=directory)
+            details = {"first": first}
+            _audit(request, action="directory.scim_oauth_secret_rotated", directory=directory, details=details)
+        return ok(directory_with_client_secret(directory, secret))

@@ -81,7 +81,9 @@ def _response_headers(status: str) -> dict[str, Any]:
 # Bodies that refuse any field they do not list (a 400).
 _CLOSED_BODIES = (
     "DirectoryPatchInput",
+    "ScimPatchInput",
     "ScimSecretRotateInput",
+    "ScimOAuthSecretRotateInput",
     "ResendRangeInput",
     "ResendIdsInput",
     "SetupLinkCreateInput",

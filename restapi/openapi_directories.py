@@ -10,10 +10,32 @@ from restapi.openapi_common import envelope
 TYPES = [choice.value for choice in DirectoryType]
 
 
+class ScimOAuthInfo(serializers.Serializer):
+    client_id = serializers.CharField(help_text="The OAuth client's id: the directory's id.")
+    token_endpoint = serializers.CharField(
+        help_text="Where the identity provider posts grant_type=client_credentials: <SCIM endpoint>/oauth/token."
+    )
+    enabled = serializers.BooleanField(
+        help_text="The client has a secret, so the token endpoint issues access tokens (POST .../scim-oauth-secret)."
+    )
+    client_secret_created_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the current client secret was made (null: none yet, OAuth is off)."
+    )
+    client_secret = serializers.CharField(
+        required=False,
+        help_text="Only in the answer of POST .../scim-oauth-secret, which made it: only its digest is stored.",
+    )
+
+
 class ScimInfo(serializers.Serializer):
     path = serializers.CharField()
     secret = serializers.CharField(help_text="Bearer token the identity provider sends.")
     endpoint = serializers.CharField(help_text="EXTERNAL_URL + path (+ ?aadOptscim062020 for azure-scim-v2).")
+    static_secret_enabled = serializers.BooleanField(
+        help_text="The static secret (and a previous one under grace) authenticates SCIM requests; false: only "
+        "OAuth access tokens do."
+    )
+    oauth = ScimOAuthInfo(help_text="OAuth 2.0 client credentials for the SCIM endpoint (RFC 6749 §4.4).")
     previous_secret_expires_at = serializers.DateTimeField(
         allow_null=True, help_text="Until when the secret before the last rotation still works (null: it does not)."
     )
@@ -121,6 +143,18 @@ def _map_input(help_text: str) -> serializers.DictField:
 
 
 # additionalProperties is set to false by restapi.openapi._tighten; this docstring is the public description.
+class ScimPatchInput(serializers.Serializer):
+    """The SCIM connection's settings; any other field is a 400."""
+
+    static_secret_enabled = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="false: the static SCIM secret stops authenticating (409 while OAuth has no client secret); "
+        "true: it works again.",
+    )
+
+
+# additionalProperties is set to false by restapi.openapi._tighten; this docstring is the public description.
 class DirectoryPatchInput(serializers.Serializer):
     """Any of these fields; any other field is a 400."""
 
@@ -136,6 +170,10 @@ class DirectoryPatchInput(serializers.Serializer):
     )
     role_map = _map_input("Keys name a group by displayName (case-insensitive) or id.")
     log_scim_requests = serializers.BooleanField(required=False, allow_null=True)
+    scim = ScimPatchInput(required=False, allow_null=True)
+    static_secret_enabled = serializers.BooleanField(
+        required=False, allow_null=True, help_text="The same as static_secret_enabled in scim; both, when sent, agree."
+    )
 
 
 DirectoryEnvelope = envelope("DirectoryEnvelope", DirectorySerializer())

@@ -1,4 +1,5 @@
-"""OpenAPI description of SCIM activity (contract §4.1): the SCIM secret rotation body and the SCIM request log."""
+"""OpenAPI description of the SCIM connection (contract §4.1, §4.3): the SCIM secret rotation body, the SCIM
+request log, and the body of the OAuth client secret's rotation."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ class ScimSecretRotateInput(serializers.Serializer):
         help_text="Seconds the previous secret keeps working (default 0: it stops at once). An integer: "
         "not a string, a float or a boolean.",
     )
+
+
+# additionalProperties is set to false by restapi.openapi._tighten; this docstring is the public description.
+class ScimOAuthSecretRotateInput(serializers.Serializer):
+    """No body, or {}: any field is a 400."""
 
 
 class ScimRequestSerializer(serializers.Serializer):

@@ -2,7 +2,8 @@
 
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
 `<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
-request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/changes`
+request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/scim-oauth-secret`
+the OAuth client secret of the SCIM endpoint (contract §4.3), `<directory_id>/changes`
 the changes feed (restapi.changes), `<directory_id>/changes/resend` one more attempt of chosen events
 (restapi.resends), and `<directory_id>/setup-links` the directory's setup links (restapi.setup_links).
 """
@@ -42,7 +43,8 @@ urlpatterns = [
 
 
 def _scim_connection_routes(prefix: str, suffix: str) -> list:
-    """The SCIM connection of a directory (contract §4.1): its secret's rotation and its request log."""
+    """The SCIM connection of a directory (contract §4.1, §4.3): its secret's rotation, its request log and
+    its OAuth client's secret."""
     return [
         path(f"{prefix}/<str:directory_id>/scim-secret", apis.ScimSecretApi.as_view(), name=f"scim-secret{suffix}"),
         path(
@@ -54,6 +56,11 @@ def _scim_connection_routes(prefix: str, suffix: str) -> list:
             f"{prefix}/<str:directory_id>/scim-requests",
             DirectoryScimRequestsApi.as_view(),
             name=f"scim-requests{suffix}",
+        ),
+        path(
+            f"{prefix}/<str:directory_id>/scim-oauth-secret",
+            apis.ScimOAuthSecretApi.as_view(),
+            name=f"scim-oauth-secret{suffix}",
         ),
     ]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scim.http.request import ScimRequest
+from scim.http.request import SCIM, ScimRequest
 from scim.http.routes import scim_route
 from scim.processor import Callback, Result, process
 from scim.protocol.errors import invalid_syntax
@@ -30,6 +30,9 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
         error = invalid_syntax("The request must be an object.")
         return {"status": error.status, "data": error.body()}
     resource_type, resource_id = request.get("resourceType"), request.get("resourceId")
+    route = scim_route(resource_type, resource_id)
+    if route is not None and route.protocol != SCIM:
+        route = None  # the token endpoint is HTTP's (RFC 6749): here it is no SCIM resource, a 404
     result = process(
         ScimRequest.build(
             method=request.get("method"),
@@ -39,7 +42,7 @@ def scim_request(request: dict[str, Any], callback: Callback | None = None) -> R
             query=request.get("query"),
             body=request.get("body"),
             secret=request.get("apiSecret"),
-            route=scim_route(resource_type, resource_id),
+            route=route,
         ),
         callback,
     )

@@ -1,7 +1,8 @@
 """Writes on setup links (contract §3.1), each with its audit entry in the same transaction.
 
 The REST API, the admin API, the portal and `manage.py directories setup-link` create and revoke links
-here; the setup page itself opens a link, generates the directory's SCIM secret and saves its maps here.
+here; the setup page itself opens a link, generates the directory's SCIM secret (or its OAuth client
+secret, while OAuth is on) and saves its maps here.
 Who asked is an `Actor`: the audit trail records an admin as the entry's actor, anyone else (an API
 key, the OS user of a command, a link) by name in the entry's details, as the other audited services
 do. What a link does is audited as `setup-link:<id>`.
@@ -34,7 +35,12 @@ from directories.activity import recorder
 from directories.activity.rendering import health_row
 from directories.mapping import attribute_map_problem, role_map_problem
 from directories.models import Directory
-from directories.services import directory_scim_secret_rotate, directory_update, secret_generate
+from directories.services import (
+    directory_scim_oauth_secret_rotate,
+    directory_scim_secret_rotate,
+    directory_update,
+    secret_generate,
+)
 from setuplinks.models import SetupLink, SetupLinkStatus
 
 # expires_in (seconds): 5 minutes to 30 days, 3 days unless asked.
@@ -289,6 +295,9 @@ def setup_secret_generate(*, link: SetupLink, client_ip: str | None) -> Generate
     with transaction.atomic():
         locked = _link_locked(link)
         directory = locked.directory
+        if not directory.scim_static_secret_enabled:
+            # A secret that would not work: the application turned the static secret off (contract §4.3).
+            raise Conflict("The SCIM secret is turned off for this connection: use OAuth client credentials.")
         health = health_row(directory)
         last = health.last_authenticated_at if health is not None else None
         in_use = last is not None and last >= timezone.now() - IN_USE_WITHIN
@@ -299,6 +308,26 @@ def setup_secret_generate(*, link: SetupLink, client_ip: str | None) -> Generate
     return GeneratedSecret(
         directory=directory, secret=directory.scim_secret, grace_seconds=grace, previous_expires_at=expires
     )
+
+
+@dataclass(frozen=True)
+class GeneratedClientSecret:
+    directory: Directory
+    secret: str
+
+
+def setup_oauth_secret_generate(*, link: SetupLink, client_ip: str | None) -> GeneratedClientSecret:
+    """A new client secret for the OAuth client of the link's directory (contract §4.3), to be shown once;
+    every access token issued before stops working. Only while the directory's OAuth is on: whether a
+    directory offers OAuth is the application's choice, a link only replaces the secret (409 otherwise)."""
+    with transaction.atomic():
+        locked = _link_locked(link)
+        directory = locked.directory
+        if not directory.scim_oauth_enabled:
+            raise Conflict("OAuth is not on for this connection; the application turns it on.")
+        directory, secret, first = directory_scim_oauth_secret_rotate(directory=directory)
+        _audit_by_link("directory.scim_oauth_secret_rotated", locked, directory, client_ip, {"first": first})
+    return GeneratedClientSecret(directory=directory, secret=secret)
 
 
 def role_choices(*, link: SetupLink, role_map: dict[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ urlpatterns = [
     path("<str:token>", views.setup_page, name="page"),
     path("<str:token>/status", views.setup_status_part, name="status"),
     path("<str:token>/secret", views.setup_secret, name="secret"),
+    path("<str:token>/oauth-secret", views.setup_oauth_secret, name="oauth_secret"),
     path("<str:token>/mapping", views.setup_mapping, name="mapping"),
     # Anything else under /setup/ (any method: a POST too is a 404 here, not a CSRF refusal).
     re_path(r"^.*$", views.setup_not_found),

@@ -3,7 +3,9 @@ identity provider to one directory, without an account.
 
 Server-rendered and complete without JavaScript (the provider is chosen with links, the secret and the
 maps with plain forms; a small script only refreshes the status and fills the clipboard). Every answer
-under /setup/ gets its security headers from setuplinks.middleware, whatever made it.
+under /setup/ gets its security headers from setuplinks.middleware, whatever made it. It shows which ways
+of authenticating the directory takes (its SCIM secret, OAuth client credentials: contract §4.3) and,
+for OAuth, the token endpoint and the client id; the only secret it ever shows is one it just generated.
 
 Before anything else each request passes the one throttle of failed credentials (adminauth.throttle,
 scope SETUP_LINK): an unknown, expired or revoked token counts as a failure of the client's address,
@@ -13,6 +15,7 @@ so nothing tells them apart; a link whose directory was deactivated answers 410.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -24,18 +27,21 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
 from adminauth.throttle import SETUP_LINK, client_ip, failure_record, throttle_wait_seconds
-from core.errors import RosterError, ValidationFailed
+from core.errors import Conflict, RosterError, ValidationFailed
 from directories.models import HealthState
+from directories.rendering import scim_oauth_data
 from setuplinks.forms import SUGGESTED_PATHS, MappingForm
 from setuplinks.models import SetupLink, SetupLinkStatus
 from setuplinks.providers import PROVIDERS, Provider, provider_base_url, provider_for
 from setuplinks.selectors import SetupStatus, setup_link_by_token, setup_status
 from setuplinks.services import (
+    GeneratedClientSecret,
     GeneratedSecret,
     MappingRefused,
     role_choices,
     setup_link_open,
     setup_mapping_save,
+    setup_oauth_secret_generate,
     setup_secret_generate,
 )
 
@@ -119,10 +125,13 @@ def _page(
     *,
     provider_key: str | None,
     generated: GeneratedSecret | None = None,
+    generated_oauth: GeneratedClientSecret | None = None,
     mapping_form: MappingForm | None = None,
+    notice: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    directory = generated.directory if generated is not None else link.directory
+    made = generated or generated_oauth
+    directory = made.directory if made is not None else link.directory
     provider = provider_for(key=provider_key, directory_type=directory.type)
     if link.allow_mapping and mapping_form is None:
         mapping_form = MappingForm(
@@ -137,6 +146,10 @@ def _page(
         "base_url": provider_base_url(directory, provider),
         "attribute_paths": sorted({p for p in (directory.attribute_map or {}).values() if isinstance(p, str)}),
         "generated": generated,
+        "generated_oauth": generated_oauth,
+        # The OAuth client (contract §4.3): its id and token endpoint, never its secret but the one just made.
+        "oauth": scim_oauth_data(directory),
+        "notice": notice,
         "previous_secret_valid": generated is None and directory.previous_scim_secret_valid(timezone.now()),
         "mapping_form": mapping_form,
         "suggested_paths": SUGGESTED_PATHS,
@@ -168,14 +181,31 @@ def setup_status_part(request: HttpRequest, token: str) -> HttpResponse:
 @require_POST
 def setup_secret(request: HttpRequest, token: str) -> HttpResponse:
     """Generate the directory's SCIM secret and show it on this answer, once."""
+    return _secret_generated(request, token, setup_secret_generate, "generated")
+
+
+@require_POST
+def setup_oauth_secret(request: HttpRequest, token: str) -> HttpResponse:
+    """Generate the OAuth client secret of the directory (while OAuth is on) and show it on this answer, once."""
+    return _secret_generated(request, token, setup_oauth_secret_generate, "generated_oauth")
+
+
+def _secret_generated(
+    request: HttpRequest, token: str, generate: Callable[..., GeneratedSecret | GeneratedClientSecret], shown_as: str
+) -> HttpResponse:
+    """The page with the secret `generate` made through the link (passed to the page as `shown_as`); with
+    a notice and 409 when the directory no longer takes that kind of secret (the application switched it)."""
     found = _link(request, token)
     if isinstance(found, HttpResponse):
         return found
+    provider_key = request.POST.get("provider")
     try:
-        generated = setup_secret_generate(link=found, client_ip=client_ip(request))
+        generated = generate(link=found, client_ip=client_ip(request))
+    except Conflict as exc:
+        return _page(request, found, token, provider_key=provider_key, notice=exc.message, status=409)
     except RosterError as exc:
         return _refused_by_service(exc)
-    return _page(request, found, token, provider_key=request.POST.get("provider"), generated=generated)
+    return _page(request, found, token, provider_key=provider_key, **{shown_as: generated})
 
 
 @require_POST

@@ -15,6 +15,8 @@ from directories.models import Directory
 from directories.services import directory_create
 
 API_KEY = "test-env-api-key"
+# `nodes`: two web servers on the test database (tests/webnodes.py).
+pytest_plugins = ["tests.webnodes"]
 
 
 @pytest.fixture(autouse=True)

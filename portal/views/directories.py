@@ -1,4 +1,5 @@
-"""Directory pages: list, create, the directory's own page, edit, toggles, secret rotation, delete.
+"""Directory pages: list, create, the directory's own page, edit, toggles, secret rotation (the SCIM secret,
+the OAuth client secret, the webhook secret), delete.
 
 Every write goes through adminauth's audited services, so each admin action is audited exactly once,
 whether it comes from the portal or the admin API.
@@ -6,6 +7,7 @@ whether it comes from the portal or the admin API.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +21,7 @@ from adminauth import services as admin_services
 from core.errors import RosterError, ValidationFailed
 from directories.activity.rendering import health_data, health_row
 from directories.models import Directory, HealthState
-from directories.rendering import scim_endpoint
+from directories.rendering import scim_endpoint, scim_oauth_data
 from directories.selectors import directory_get, directory_groups, directory_users
 from portal.forms import (
     DeleteConfirmForm,
@@ -107,6 +109,7 @@ def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
             "attribute_paths": sorted({p for p in directory.attribute_map.values() if isinstance(p, str)}),
             "setup_links": links,
             "invite_form": SetupLinkInviteForm(),
+            "oauth": scim_oauth_data(directory),
             "tab": "overview",
             **_health_context(directory),
         },
@@ -161,9 +164,16 @@ def _flag_from_post(request: HttpRequest) -> bool | None:
     return {"on": True, "off": False}.get(request.POST.get("value", ""))
 
 
-def _log_switch(request: HttpRequest, directory_id: str, field: str, said: tuple[str, str], back: str) -> HttpResponse:
-    """Turn one of the directory's logs on or off; `said`: the messages for on and off. The log's own
-    page has its own "turn logging on" button (`back`): the admin goes back there."""
+def _switch(
+    request: HttpRequest,
+    directory_id: str,
+    data: Callable[[bool], dict[str, Any]],
+    said: tuple[str, str],
+    back: str = "",
+) -> HttpResponse:
+    """Turn one of the directory's switches on or off, as the posted form says (`data`: the update for
+    on or off; `said`: the messages for on and off). A service's refusal is shown instead. A page with
+    its own button for the switch (`back`, e.g. a log's page) is where the admin goes back to."""
     directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
@@ -171,10 +181,21 @@ def _log_switch(request: HttpRequest, directory_id: str, field: str, said: tuple
     if value is None:
         messages.error(request, "Choose on or off.")
     else:
-        admin_services.admin_directory_update(**_audit_args(request), directory=directory, data={field: value})
-        messages.success(request, said[0] if value else said[1])
-    target = f"portal:{back}" if request.POST.get("back") == back else "portal:directory"
-    return redirect(target, directory_id=directory.id)
+        try:
+            admin_services.admin_directory_update(**_audit_args(request), directory=directory, data=data(value))
+        except RosterError as exc:  # e.g. 409: the SCIM secret cannot go off while OAuth has no client secret
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, said[0] if value else said[1])
+    if back and request.POST.get("back") == back:
+        return redirect(f"portal:{back}", directory_id=directory.id)
+    return redirect("portal:directory", directory_id=directory.id)
+
+
+def _log_switch(request: HttpRequest, directory_id: str, field: str, said: tuple[str, str], back: str) -> HttpResponse:
+    """Turn one of the directory's logs on or off. The log's own page has its own "turn logging on" button
+    (`back`): the admin goes back there."""
+    return _switch(request, directory_id, lambda value: {field: value}, said, back)
 
 
 @admin_page
@@ -194,23 +215,11 @@ def directory_scim_logging_set(request: HttpRequest, directory_id: str) -> HttpR
 @admin_page
 @require_POST
 def directory_active_set(request: HttpRequest, directory_id: str) -> HttpResponse:
-    directory = directory_get(directory_id=directory_id)
-    if directory is None:
-        return not_found(request, "directory")
-    value = _flag_from_post(request)
-    if value is None:
-        messages.error(request, "Choose on or off.")
-    else:
-        admin_services.admin_directory_update(
-            **_audit_args(request), directory=directory, data={"deactivated": not value}
-        )
-        messages.success(
-            request,
-            "Directory activated: the identity provider can sync again."
-            if value
-            else "Directory deactivated: SCIM requests are refused with 403 until you activate it.",
-        )
-    return redirect("portal:directory", directory_id=directory.id)
+    said = (
+        "Directory activated: the identity provider can sync again.",
+        "Directory deactivated: SCIM requests are refused with 403 until you activate it.",
+    )
+    return _switch(request, directory_id, lambda value: {"deactivated": not value}, said)
 
 
 @admin_page
@@ -244,6 +253,41 @@ def directory_scim_secret_rotate(request: HttpRequest, directory_id: str) -> Htt
         "portal/directories/confirm_rotate.html",
         {"directory": directory, "secret_kind": "SCIM", "form": form, "tab": "overview"},
         status=400 if request.method == "POST" else 200,
+    )
+
+
+@admin_page
+@require_POST
+def directory_scim_static_secret_set(request: HttpRequest, directory_id: str) -> HttpResponse:
+    """Turn the static SCIM secret on or off (contract §4.3); off is refused while OAuth has no client secret."""
+    said = (
+        "The SCIM secret works again.",
+        "The SCIM secret is off: only OAuth access tokens authenticate SCIM requests now.",
+    )
+    return _switch(request, directory_id, lambda value: {"scim": {"static_secret_enabled": value}}, said)
+
+
+@admin_page
+@require_http_methods(["GET", "POST"])
+def directory_scim_oauth_secret_rotate(request: HttpRequest, directory_id: str) -> HttpResponse:
+    """A confirmation page, then a new OAuth client secret (contract §4.3), shown on the answer once."""
+    directory = directory_get(directory_id=directory_id)
+    if directory is None:
+        return not_found(request, "directory")
+    if request.method == "POST":
+        directory, secret = admin_services.admin_directory_scim_oauth_secret_rotate(
+            **_audit_args(request), directory=directory
+        )
+        # Shown on this answer only: only its digest is stored, and this page is never cached.
+        return render(
+            request,
+            "portal/directories/oauth_secret_created.html",
+            {"directory": directory, "oauth": scim_oauth_data(directory, client_secret=secret), "tab": "overview"},
+        )
+    return render(
+        request,
+        "portal/directories/confirm_oauth_secret.html",
+        {"directory": directory, "oauth": scim_oauth_data(directory), "tab": "overview"},
     )
 
 

@@ -45,8 +45,9 @@ class Exchange:
         "directory_id",
         "environ",
         "latency_ms",
+        "detail",
         "method",
-        "problem",
+        "problem_type",
         "request_body",
         "request_id",
         "response_body",
@@ -66,11 +67,16 @@ class Exchange:
         self.request_body = b""  # as read, also when the request was refused after reading it (415)
         self.status = 0
         self.response_body = b""
-        self.problem: dict[str, Any] | None = None  # the SCIM error body of a 4xx/5xx
+        # What an error answer said: a SCIM error's scimType and detail (RFC 7644 §3.12), or the token
+        # endpoint's error and error_description (RFC 6749 §5.2).
+        self.problem_type = ""
+        self.detail = ""
         self.latency_ms = 0
 
-    def answered(self, status: int, body: bytes, problem: dict[str, Any] | None) -> None:
-        self.status, self.response_body, self.problem = status, body, problem
+    def answered(self, status: int, body: bytes, problem_type: Any = None, detail: Any = None) -> None:
+        """The answer: its status, its body as the log may keep it, and what an error said."""
+        self.status, self.response_body = status, body
+        self.problem_type, self.detail = str(problem_type or ""), str(detail or "")
         self.latency_ms = int((time.perf_counter() - self.started) * 1000)
 
     def record(self) -> None:
@@ -93,7 +99,7 @@ class Exchange:
             if directory is None:
                 return
             kind = UNCHECKED
-        elif seen.secret is None:
+        elif not seen.authenticated:
             kind = REFUSED
         elif directory.deactivated:
             kind = DEACTIVATED
@@ -107,7 +113,6 @@ class Exchange:
 
     def log_entry(self) -> dict[str, Any]:
         """What the request log keeps of this request: the field values of its ScimLogEntry."""
-        problem = self.problem or {}
         request_body, request_truncated = request_body_text(self.request_body)
         response_body, response_truncated = response_body_text(self.response_body)
         return {
@@ -116,8 +121,8 @@ class Exchange:
             "path": text_capped(self._path(), PATH_LIMIT),
             "query": query_text(self.environ.get("QUERY_STRING", "")),
             "status": self.status,
-            "scim_type": str(problem.get("scimType") or "")[:32],
-            "detail": text_capped(str(problem.get("detail") or "")),
+            "scim_type": self.problem_type[:32],
+            "detail": text_capped(self.detail),
             "latency_ms": self.latency_ms,
             "request_id": self.request_id,
             "client_ip": client_address(self.environ),

@@ -8,7 +8,7 @@ API (`scim.api.scim_request`, from its dict) find the request's route in the tab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -26,15 +26,22 @@ class Outcome(NamedTuple):
 class Method(NamedTuple):
     """One method of a route: what answers it and what it reads before authentication."""
 
-    # Called as handler(directory, request, body, first_read) once the request is authenticated; `body` is
-    # the parsed document when `body` is true, else None.
-    handler: Callable[..., Outcome]
+    # A SCIM route's: called as handler(directory, request, body, first_read) once the request is
+    # authenticated; `body` is the parsed document when `body` is true, else None. The token endpoint's:
+    # the grant, called by its adapter (scim/http/token.py) with the form it read.
+    handler: Callable[..., Any]
     # It takes a body (RFC 7644 §3.3 POST, §3.5.1 PUT, §3.5.2 PATCH, §3.4.3 POST .search): only then is the
     # body read, and it must be JSON.
     body: bool
     # What the request reads by keys taken from its URL, fetched with the directory's lookup
     # (scim.selectors.FirstRead); None: nothing.
     first_read: Callable[[ScimRequest], Any] | None = None
+
+
+# Who answers a route: the SCIM processor (RFC 7644), or the token endpoint of the directory's OAuth client
+# (RFC 6749, contract §4.3), which lives under the SCIM prefix but answers in its own format.
+SCIM = "scim"
+OAUTH = "oauth"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,15 @@ class Route:
     resource_type: str  # as /metrics and the log lines name it, e.g. "serviceproviderconfig"
     methods: dict[str, Method]  # in the order the `Allow` header lists them
     allow: str  # the `Allow` header of a 405 (RFC 9110 §15.5.6)
+    protocol: str = SCIM  # SCIM or OAUTH
+
+
+def content_length(environ: Mapping[str, Any]) -> int:
+    """The request's Content-Length as Django's WSGIRequest reads it: 0 when missing or not a number."""
+    try:
+        return int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def resource_name(value: Any) -> str:

@@ -11,6 +11,11 @@ A request is routed in two steps, each a single lookup:
    the `Route` rides on the request. No route is a 404; a method the route lacks is a 405 whose
    `Allow` is the route's; the route's `Method` says whether the body is read and which handler
    answers (scim/processor.py calls it once the request is authenticated).
+
+One route is not a SCIM resource: `oauth/token` (core.surfaces.SCIM_TOKEN_PATH), the token endpoint of the
+directory's OAuth client (contract §4.3). The same lookup finds it, its route's `protocol` is OAUTH, and
+the HTTP adapter hands it to the token endpoint (scim/http/token.py), which answers in RFC 6749's format,
+its 405 and `Allow` from this route too. The embedding API has no token endpoint (scim/api.py).
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.surfaces import SCIM_BASE_PATH
+from core.surfaces import SCIM_BASE_PATH, SCIM_TOKEN_PATH
 from scim import reads, writes
-from scim.http.request import Method, Route, resource_name
+from scim.http.request import OAUTH, Method, Route, resource_name
+from scim.oauth import client_credentials_grant
 
 PREFIX = SCIM_BASE_PATH + "/"
 
@@ -84,9 +90,15 @@ def _routes() -> dict[tuple[str, str], Route]:
 
 ROUTES = _routes()
 
+# The token endpoint: `oauth/token` below the directory's SCIM base, exactly (RFC 6749 §3.2: POST only).
+_TOKEN_RESOURCE, _TOKEN_ID = SCIM_TOKEN_PATH.strip("/").split("/")
+TOKEN_ROUTE = Route("oauth_token", {"POST": Method(client_credentials_grant, True)}, "POST", OAUTH)
+
 
 def scim_route(resource_type: Any, resource_id: Any) -> Route | None:
     """The route of a resource type (a name in any case) and a resource id; None when there is none."""
+    if resource_id == _TOKEN_ID and resource_type == _TOKEN_RESOURCE:
+        return TOKEN_ROUTE
     if not resource_id:
         shape = COLLECTION
     elif isinstance(resource_id, str) and resource_id.lower() == ".search":

@@ -7,6 +7,10 @@ WSGI environ (the path production takes). Both hand it the environ and a way to 
 errors included, is `application/scim+json` (interop E11). Body size and content type are checked
 before anything else so that a huge or non-JSON body is never read into the processor. Each answered
 request is counted for /metrics and, when it is a write or a 4xx, logged (scim/http/observe.py).
+
+The one route under the SCIM prefix that is not a SCIM resource, the token endpoint of the directory's
+OAuth client (contract §4.3), is found by the same lookup and answered by scim/http/token.py in RFC
+6749's format (`application/json`); its scope, counting and record are the same as a SCIM request's.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.requestid import HEADER, scope_enter
 from scim.http.activity import Exchange
 from scim.http.observe import scim_observed
-from scim.http.request import Route, ScimRequest
+from scim.http.request import OAUTH, Route, ScimRequest, content_length
 from scim.http.routes import scim_route
+from scim.http.token import token_answer
 from scim.processor import MAX_BODY_BYTES, process
 from scim.protocol.errors import ScimError, invalid_syntax
 
@@ -62,15 +67,14 @@ def scim_answer(
     at most once, see `http_request`); the other arguments are the route's (scim/http/routes.py).
 
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
-    the request's id (`X-Request-Id`, on every answer). The log lines name the method, the path and the
-    request id, never the body, the query or the Authorization header (they carry PII and secrets)."""
+    the request's id (`X-Request-Id`, on every answer); the token endpoint's answers are RFC 6749's JSON
+    (scim/http/token.py, its own funnel). The log lines name the method, the path and the request id,
+    never the body, the query or the Authorization header (they carry PII and secrets)."""
     started = time.perf_counter()
     method = (environ.get("REQUEST_METHOD") or "GET").upper()
     scope, scope_token = scope_enter(environ)
     request_id = scope.request_id
     exchange = Exchange(environ, method, directory_id, request_id)
-    request = data = problem = None
-    extra: list[tuple[str, str]] = []
     resource_id = resource_id.strip("/")
     route = scim_route(resource, resource_id)
 
@@ -78,6 +82,36 @@ def scim_answer(
         exchange.request_body = read_body()
         return exchange.request_body
 
+    if route is not None and route.protocol == OAUTH:
+        # The token endpoint of the directory's OAuth client: RFC 6749's answers, recorded like SCIM's.
+        token = token_answer(environ, read_body, method, directory_id, route, exchange, request_id)
+        status, body = token.status, token.body
+        exchange.answered(status, token.logged, token.error, token.description)
+        headers = [token.headers[0], (HEADER, request_id), *token.headers[1:]]
+    else:
+        status, body, headers = _scim_answer(
+            environ, read, method, directory_id, resource, resource_id, route, exchange
+        )
+    # A resource type the table does not know is "other" on /metrics: a client cannot make up label values.
+    resource_type = route.resource_type if route is not None else ("other" if resource else "-")
+    scim_observed(scope, scope_token, method=method, resource_type=resource_type, status=status, started=started)
+    return Answer(status, body, headers, exchange)
+
+
+def _scim_answer(
+    environ: MutableMapping[str, Any],
+    read: Callable[[], bytes],
+    method: str,
+    directory_id: str,
+    resource: str,
+    resource_id: str,
+    route: Route | None,
+    exchange: Exchange,
+) -> tuple[int, bytes, list[tuple[str, str]]]:
+    """The status, body and headers of a SCIM request's answer, the error funnel of the SCIM surface."""
+    request_id = exchange.request_id
+    data = problem = None
+    extra: list[tuple[str, str]] = []
     try:
         request = http_request(environ, read, method, directory_id, resource, resource_id, route)
         result = process(request, seen=exchange.seen)
@@ -116,7 +150,8 @@ def scim_answer(
         status = 500
         problem = ScimError(500, f"Internal error (request {request_id}).").body()
         body = orjson.dumps(problem)
-    exchange.answered(status, body, problem)
+    found = problem if isinstance(problem, dict) else {}
+    exchange.answered(status, body, found.get("scimType"), found.get("detail"))
     headers = [("Content-Type", CONTENT_TYPE), (HEADER, request_id), *extra]
     if status == 401:
         headers.append(("WWW-Authenticate", 'Bearer realm="Roster SCIM"'))
@@ -126,10 +161,7 @@ def scim_answer(
         location = (data.get("meta") or {}).get("location")
         if location:
             headers.append(("Location", location))
-    # A resource type the table does not know is "other" on /metrics: a client cannot make up label values.
-    resource_type = route.resource_type if route is not None else ("other" if resource else "-")
-    scim_observed(scope, scope_token, method=method, resource_type=resource_type, status=status, started=started)
-    return Answer(status, body, headers, exchange)
+    return status, body, headers
 
 
 def encode(data: dict[str, Any]) -> bytes:
@@ -155,11 +187,7 @@ def http_request(
     A body longer than MAX_BODY_BYTES by its Content-Length is refused (413) before it is read; it is read
     only for a method its route takes one with, and must then be JSON (415). The query is parsed as
     Django's `request.GET` is, last value of a name winning."""
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > MAX_BODY_BYTES:
+    if content_length(environ) > MAX_BODY_BYTES:
         raise ScimError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
     target = route.methods.get(method) if route is not None else None
     wants_body = target is not None and target.body
@@ -204,7 +232,8 @@ class ScimResponse(HttpResponse):
 def scim_view(request: HttpRequest, directory_id: str, resource: str = "", resource_id: str = "") -> HttpResponse:
     # request.body, not META's wsgi.input: Django reads the stream limited to the Content-Length.
     answer = scim_answer(request.META, lambda: request.body, directory_id, resource, resource_id)
-    response = ScimResponse(answer.body, status=answer.status, content_type=CONTENT_TYPE, exchange=answer.exchange)
+    content_type = answer.headers[0][1]  # SCIM's, or the token endpoint's JSON
+    response = ScimResponse(answer.body, status=answer.status, content_type=content_type, exchange=answer.exchange)
     if answer.status >= 500:
         # scim_answer logged it once, with the request id; django.request would log a second line.
         mark_logged(request)

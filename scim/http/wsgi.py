@@ -35,6 +35,7 @@ from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_path_info
 
 from scim.http.activity import Exchange
+from scim.http.request import content_length
 from scim.http.routes import scim_path_args
 from scim.http.views import scim_answer
 
@@ -145,8 +146,5 @@ class _Sent:
 
 def _body(environ: dict[str, Any]) -> bytes:
     """The body as Django's WSGIRequest reads it: CONTENT_LENGTH bytes, none when that is missing or invalid."""
-    try:
-        size = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        size = 0
+    size = content_length(environ)
     return environ["wsgi.input"].read(size) if size > 0 else b""

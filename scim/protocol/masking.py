@@ -8,6 +8,10 @@ schema URN before it, e.g. `urn:ietf:params:scim:schemas:core:2.0:User:password`
 masked by pattern: `"password": …`, the `value`s of a text that names the password as a PATCH path,
 `password=…`, and filter comparisons. Masking comes before the cap, so a cut never reveals what the
 mask would have hidden. No header is ever kept.
+
+The token endpoint of a directory's OAuth client (scim/http/token.py) is logged like a SCIM request: its
+form body with the value of `client_secret` masked (`masked_form`), its answer with the access token
+masked before it gets here.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import codecs
 import re
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, unquote_to_bytes
 
 import orjson
 
@@ -83,6 +87,21 @@ def masked_text(text: str) -> str:
         text = _PATCH_VALUE.sub(r'\1"' + MASK + '"', text)
     text = _FORM_PASSWORD.sub(r"\1" + MASK, text)
     return masked_filter(text)
+
+
+# The form parameters whose values are credentials (RFC 6749 §2.3.1 client_secret_post).
+_FORM_SECRETS = frozenset({b"client_secret", b"password"})
+
+
+def masked_form(raw: bytes) -> bytes:
+    """A form-urlencoded body with the value of every credential parameter replaced by ***: its name
+    compared once decoded (`client%5Fsecret` is client_secret too), whatever else is wrong with the body."""
+    pairs = raw.split(b"&")
+    for i, pair in enumerate(pairs):
+        name, eq, _value = pair.partition(b"=")
+        if eq and unquote_to_bytes(name.replace(b"+", b" ")).strip().lower() in _FORM_SECRETS:
+            pairs[i] = name + b"=" + MASK.encode()
+    return b"&".join(pairs)
 
 
 def storable(raw: bytes, limit: int) -> tuple[str, bool]:

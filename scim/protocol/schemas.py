@@ -223,7 +223,10 @@ def service_provider_config(directory_id: str) -> dict[str, Any]:
             {
                 "type": "oauthbearertoken",
                 "name": "Bearer token",
-                "description": "Authorization: Bearer <the directory's SCIM secret>",
+                "description": (
+                    "Authorization: Bearer <the directory's SCIM secret, or an access token from its OAuth token "
+                    "endpoint, <base>/oauth/token: RFC 6749 client credentials>"
+                ),
                 "specUri": "https://datatracker.ietf.org/doc/html/rfc6750",
                 "primary": True,
             }

@@ -7,8 +7,10 @@ hold to these rules:
 
 - never a 5xx (the database stays up here, so not even a 503);
 - the error format of the surface the path belongs to: on `/api/scim/` SCIM JSON with the content type
-  `application/scim+json` (errors carry the SCIM error schema and the status as a string); on `/api/v1`
-  and `/auditlog` the `{data, error}` envelope as `application/json`, `error` set on every 4xx;
+  `application/scim+json` (errors carry the SCIM error schema and the status as a string), except a
+  directory's OAuth token endpoint (`…/oauth/token`), which answers RFC 6749's `application/json`
+  (`{error, error_description}` on every 4xx); on `/api/v1` and `/auditlog` the `{data, error}` envelope
+  as `application/json`, `error` set on every 4xx;
 - a 4xx changes nothing: directories, users, groups, memberships and the webhook outbox hash the same
   before and after;
 - a 401 is the same bytes whatever was wrong with the credential, per surface (authorization matrix),
@@ -22,9 +24,12 @@ fixture (two directories, a user and group in each, API keys and admin tokens) i
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import json
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +55,8 @@ SEARCH_URN = "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
 API_KEY = "test-env-api-key"  # config/settings_test.py API_KEYS
 ROOT = "catalogue-root-token-0123456789abcdef"
 JSON_CT = "application/json"
+FORM_CT = "application/x-www-form-urlencoded"
+TOKEN_TAIL = "/oauth/token"
 
 # Numbers at and past every integer boundary, floats at the edge of double, and their text forms.
 NUMBERS_TEXT = [
@@ -111,17 +118,33 @@ class World:
     admin_header: str
     admin_bearer: str
     disabled_admin_header: str
+    # OAuth client credentials (contract §4.3): A's client secret, a token of A, one of B, one of A expired.
+    oauth_secret_a: str = ""
+    token_a: str = ""
+    token_b: str = ""
+    expired_token_a: str = ""
     results: list[tuple[str, int]] = field(default_factory=list)
 
 
 @pytest.fixture
 def world(transactional_db: None, settings: Any) -> World:
     from adminauth.services import admin_login_record, admin_token_create, admin_token_disable
-    from directories.services import api_key_create, api_key_revoke, directory_create
+    from directories.services import (
+        api_key_create,
+        api_key_revoke,
+        directory_create,
+        directory_scim_oauth_secret_rotate,
+    )
+    from scim.tokens import EXPIRES_IN, access_token_issue
 
     settings.ADMIN_ROOT_TOKEN = ROOT
+    # The token endpoint's cases try many wrong secrets on A: its per-directory budget must not answer 429
+    # in place of what is under test (each case comes from its own address, send() below).
+    settings.SCIM_OAUTH_MAX_FAILURES_PER_DIRECTORY = 10**6
     a = directory_create(data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"})
     b = directory_create(data={"name": "Globex", "tenant": "globex", "product": "crm", "type": "azure-scim-v2"})
+    a, oauth_secret_a, _ = directory_scim_oauth_secret_rotate(directory=a)
+    b, _secret_b, _ = directory_scim_oauth_secret_rotate(directory=b)
     rows = {}
     for directory, tag in ((a, "a"), (b, "b")):
         user = DirectoryUser.objects.create(
@@ -156,6 +179,10 @@ def world(transactional_db: None, settings: Any) -> World:
         admin_header=f"id={token.id} token={secret} admin_token={ROOT}",
         admin_bearer=f"Bearer {jwt}",
         disabled_admin_header=f"id={off.id} token={off_secret} admin_token={ROOT}",
+        oauth_secret_a=oauth_secret_a,
+        token_a=access_token_issue(directory=a),
+        token_b=access_token_issue(directory=b),
+        expired_token_a=access_token_issue(directory=a, now=time.time() - EXPIRES_IN - 1),
     )
 
 
@@ -208,6 +235,8 @@ def answer_key(headers: dict[str, str], body: bytes) -> bytes:
 
 def surface(path: str) -> str | None:
     decoded = unquote_to_bytes(path).decode("latin-1")
+    if decoded.startswith("/api/scim/") and decoded.rstrip("/").endswith(TOKEN_TAIL) and decoded.count("/") <= 7:
+        return "token"  # /api/scim/v2.0/<id>/oauth/token[/]: a directory's OAuth token endpoint (RFC 6749)
     if decoded.startswith("/api/scim/") or decoded == "/api/scim":
         return "scim"
     if decoded.startswith(("/api/v1/", "/auditlog/")) or decoded in ("/api/v1", "/auditlog"):
@@ -229,6 +258,13 @@ def format_problem(case: Case, status: int, headers: dict[str, str], body: bytes
         document = json.loads(body)
     except ValueError:
         return f"not JSON: {content_type} {body[:80]!r}"
+    if kind == "token":
+        if content_type != JSON_CT:
+            return f"token endpoint answer as {content_type!r}"
+        wanted = {"access_token", "token_type", "expires_in"} if status == 200 else {"error", "error_description"}
+        if not isinstance(document, dict) or not wanted <= set(document) or headers.get("Cache-Control") != "no-store":
+            return f"not an RFC 6749 answer: {body[:160]!r}"
+        return None
     if kind == "scim":
         if content_type != SCIM_CT:
             return f"SCIM answer as {content_type!r}"
@@ -1407,6 +1443,82 @@ def admin_cases(world: World) -> Iterator[Case]:
             yield admin_case(world, "GET", tail, query=query)
 
 
+def token_cases(world: World) -> Iterator[Case]:
+    """A's OAuth token endpoint (contract §4.3): bodies, encodings, credentials, methods and paths of every
+    kind. Each answer is RFC 6749 JSON and changes no row."""
+    path = f"/api/scim/v2.0/{world.a.id}{TOKEN_TAIL}"
+    a_id, secret = str(world.a.id), world.oauth_secret_a
+
+    def basic(raw: bytes) -> dict[str, str]:
+        return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
+
+    good = basic(f"{a_id}:{secret}".encode())
+    grant = b"grant_type=client_credentials"
+    yield Case("POST", path, body=grant, headers=good, content_type=FORM_CT)  # a real grant: 200
+    bodies = [
+        b"",
+        b"&",
+        b"=",
+        b"&&&=&=",
+        b"grant_type",
+        grant + b"&" + grant,
+        grant + b"&scope=" + b"s" * 5000,
+        grant + b"&scope=%22",
+        grant + b"&client_id=" + a_id.encode() + b"&client_secret=" + secret.encode(),
+        grant + b"&client_secret=" + b"x" * 20000,
+        b"grant_type=" + b"%" * 50,
+        b"grant_type=client_credentials%00",
+        b"grant_type=\xff\xfe",
+        b"grant_type=\x00",
+        b"\xef\xbb\xbfgrant_type=client_credentials",
+        b'{"grant_type": "client_credentials"}',
+        b"grant_type=client_credentials;client_id=x",
+        *(b"grant_type=" + value.encode() for value in BAD_QUERY),
+        *(grant + b"&client_id=" + value.encode() + b"&client_secret=x" for value in BAD_QUERY),
+        *(grant + b"&scope=" + value.encode() for value in NUMBERS_TEXT[:6]),
+        *(grant + b"&" + value.encode() + b"=1" for value in BAD_QUERY),
+    ]
+    for body in bodies:
+        yield Case("POST", path, body=body, headers=good, content_type=FORM_CT)
+        yield Case("POST", path, body=body, content_type=FORM_CT)
+    headers = [
+        {},
+        {"Authorization": ""},
+        {"Authorization": "Basic"},
+        {"Authorization": "Basic ="},
+        {"Authorization": "Basic " + "A" * 7000},
+        {"Authorization": "Basic \xff\xfe"},
+        {"Authorization": "Basic \x00"},
+        {"Authorization": f"Bearer {world.token_a}"},
+        {"Authorization": f"Bearer {secret}"},
+        basic(b""),
+        basic(b":"),
+        basic(b"no colon"),
+        basic(f"{a_id}:".encode()),
+        basic(f":{secret}".encode()),
+        basic(f"{a_id}:{secret}x".encode()),
+        basic(f"{world.b.id}:{secret}".encode()),
+        basic(f"{a_id.upper()}:{secret}".encode()),
+        basic(b"\xff:\xfe"),
+        basic(b"%zz:%"),
+        basic(f"{a_id}:{secret}%00".encode()),
+        basic(f"{a_id}:{secret}:{secret}".encode()),
+    ]
+    for header in headers:
+        yield Case("POST", path, body=grant, headers=header, content_type=FORM_CT)
+    for content_type in ("", JSON_CT, SCIM_CT, "text/plain", f"{FORM_CT}; charset=latin-1", f"{FORM_CT};;", "x/y; a"):
+        yield Case("POST", path, body=grant, headers=good, content_type=content_type)
+    for length in ("abc", "-1", "1e3", str(10**20), "0"):
+        yield Case("POST", path, body=grant, headers=good, content_type=FORM_CT, content_length=length)
+    for method in METHODS:
+        if method != "POST":
+            yield Case(method, path, body=grant if method in ("PUT", "PATCH") else b"", headers=good)
+    for other in (f"/api/scim/v2.0/{world.b.id}{TOKEN_TAIL}", f"/api/scim/v2.0/{uuid.uuid4()}{TOKEN_TAIL}"):
+        yield Case("POST", other, body=grant, headers=good, content_type=FORM_CT)
+    yield Case("POST", f"/api/scim/v2.0/{'x' * 5000}{TOKEN_TAIL}", body=grant, headers=good, content_type=FORM_CT)
+    yield Case("POST", path + "/", body=grant, headers=good, content_type=FORM_CT)
+
+
 # --- the classes ---------------------------------------------------------------------------------
 
 CLASSES = {
@@ -1423,6 +1535,7 @@ CLASSES = {
     "admin": admin_cases,
     "versions": version_cases,
     "maps": map_cases,
+    "token": token_cases,
 }
 
 
@@ -1466,11 +1579,28 @@ def wrong_credentials(world: World, kind: str) -> dict[str, str | None]:
         "nul": "Bearer \x00",
         "latin1": "Bearer \xe9\xff",
         "huge": "Bearer " + "x" * 8000,
+        # OAuth access tokens (contract §4.3): another directory's, an expired one, one changed by a character,
+        # one of the right shape that is none; on the other surfaces, A's good token too.
+        "token_other_directory": f"Bearer {world.token_b}",
+        "token_expired": f"Bearer {world.expired_token_a}",
+        "token_tampered": f"Bearer {world.token_a[:-1]}{'0' if world.token_a[-1] != '0' else '1'}",
+        "token_shaped": "Bearer roster." + "0" * 130,
+        "token_elsewhere": f"Bearer {world.token_a}" if kind != "scim" else f"Bearer {world.token_a}x",
+        "oauth_client_secret": f"Bearer {world.oauth_secret_a}",
     }
 
 
 # The credentials also tried on a write of every route (all of them are tried on a read).
-WRITE_REASONS = ("none", "wrong_secret", "other_directory", "api_key_env", "scim_secret", "disabled_admin_token")
+WRITE_REASONS = (
+    "none",
+    "wrong_secret",
+    "other_directory",
+    "api_key_env",
+    "scim_secret",
+    "disabled_admin_token",
+    "token_other_directory",
+    "token_expired",
+)
 
 
 def test_authorization_matrix(world: World) -> None:

@@ -45,6 +45,7 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
             f"{d}/deliveries/{delivery.id}",
             f"{d}/scim-requests",
             f"{d}/scim-requests/{entry.id}",
+            f"{d}/scim-oauth-secret",
             "/portal/?health=failing",
             "/portal/audit",
             "/portal/directories/not-a-uuid",
@@ -59,6 +60,8 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
             f"{d}/delete",
             f"{d}/scim-logging",
             f"{d}/scim-secret/revoke-previous",
+            f"{d}/scim-oauth-secret",
+            f"{d}/scim-static-secret",
         ],
     }
 

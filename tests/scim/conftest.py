@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 from typing import Any
 
@@ -192,3 +193,88 @@ def handler_failing(
         raise error
 
     monkeypatch.setitem(route.methods, method, route.methods[method]._replace(handler=failing))
+
+
+# --- OAuth client credentials (contract §4.3) -----------------------------------------------------------
+
+FORM_CT = "application/x-www-form-urlencoded"
+
+
+class OAuth:
+    """A directory's OAuth client: its secret, its token endpoint, and requests to it through the WSGI
+    application granian serves (each from `remote`, the client address the throttle counts)."""
+
+    def __init__(self, directory: Directory, secret: str) -> None:
+        self.directory = directory
+        self.secret = secret
+        self.client_id = str(directory.id)
+        self.path = f"/api/scim/v2.0/{directory.id}/oauth/token"
+
+    def post(
+        self,
+        body: bytes | str = b"grant_type=client_credentials",
+        *,
+        authorization: str | None = None,
+        content_type: str = FORM_CT,
+        remote: str = "127.0.0.1",
+        method: str = "POST",
+        path: str | None = None,
+        **environ: str,
+    ) -> tuple[int, dict[str, str], Any]:
+        """(status, headers, JSON body) of one request to the token endpoint. As Django's test Client does,
+        the request's end does not close the test's database connection (it holds the test's transaction)."""
+        from django.core.signals import request_finished, request_started
+        from django.db import close_old_connections
+
+        from config.wsgi import application
+
+        raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        extra = {"REMOTE_ADDR": remote, "CONTENT_TYPE": content_type, **environ}
+        if authorization is not None:
+            extra["HTTP_AUTHORIZATION"] = authorization
+        request_started.disconnect(close_old_connections)
+        request_finished.disconnect(close_old_connections)
+        try:
+            status, headers, out = wsgi_run(application, path or self.path, method=method, body=raw, **extra)
+        finally:
+            request_started.connect(close_old_connections)
+            request_finished.connect(close_old_connections)
+        return int(status.split()[0]), dict(headers), orjson.loads(out) if out else None
+
+    def basic(self, client_id: str | None = None, secret: str | None = None) -> str:
+        """`Authorization: Basic` with the client's id and secret, each form-urlencoded (RFC 6749 §2.3.1)."""
+        return basic_header(client_id or self.client_id, self.secret if secret is None else secret)
+
+    def grant(self, **kw: Any) -> dict[str, Any]:
+        """A token by client_secret_basic; fails the test unless the endpoint answers 200."""
+        status, _headers, body = self.post(authorization=self.basic(), **kw)
+        assert status == 200, body
+        return body
+
+    def token(self) -> str:
+        return self.grant()["access_token"]
+
+
+def basic_header(client_id: str, secret: str) -> str:
+    from urllib.parse import quote_plus
+
+    raw = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+    return "Basic " + base64.b64encode(raw).decode()
+
+
+def oauth_on(directory: Directory) -> OAuth:
+    """Give the directory's OAuth client a secret (OAuth on) and return it."""
+    from directories.services import directory_scim_oauth_secret_rotate
+
+    directory, secret, _first = directory_scim_oauth_secret_rotate(directory=directory)
+    return OAuth(directory, secret)
+
+
+@pytest.fixture
+def oauth_a(directory_a: Directory) -> OAuth:
+    return oauth_on(directory_a)
+
+
+@pytest.fixture
+def oauth_b(directory_b: Directory) -> OAuth:
+    return oauth_on(directory_b)

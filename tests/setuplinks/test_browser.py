@@ -197,3 +197,53 @@ def test_the_page_works_without_javascript_and_refreshes_with_it(browser, live: 
     expect(page.locator("#state-words")).to_have_text("Connected")
     expect(page.locator("#user-count")).to_have_text("1")
     context.close()
+
+
+def test_an_it_admin_sets_up_entra_with_oauth_through_the_link_at_a_phone_s_width(browser, live: str) -> None:  # noqa: ANN001, F811
+    """With OAuth on and the SCIM secret off: the page says so, shows the token endpoint and client id to
+    copy, generates a client secret once, and that secret gets a token that pushes a user."""
+    import requests
+
+    from directories.services import directory_update
+    from tests.scim.conftest import oauth_on
+    from tests.setuplinks.conftest import make_link
+
+    directory = directory_create(
+        data={"name": "Acme Entra", "tenant": "acme", "product": "crm", "type": "azure-scim-v2"}
+    )
+    oauth_on(directory)
+    directory_update(directory=directory, data={"scim": {"static_secret_enabled": False}})
+    _link, token = make_link(directory)
+    context = browser.new_context(viewport=VIEWPORTS["phone"], base_url=live, is_mobile=True, has_touch=True)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto(f"/setup/{token}")
+    assert page.locator("#method-static").inner_text() == "SCIM secret (bearer token): off"
+    assert page.locator("#method-oauth").inner_text() == "OAuth 2.0 client credentials: on"
+    assert page.locator("#generate-secret").count() == 0 and page.locator("#static-off").is_visible()
+    endpoint = page.locator("#oauth-token-endpoint").inner_text()
+    assert endpoint == f"{live}/api/scim/v2.0/{directory.id}/oauth/token"
+    page.click("button[data-copy=oauth-client-id]")
+    expect(page.locator("button[data-copy=oauth-client-id]")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == str(directory.id)
+    assert page.evaluate(NO_SIDEWAYS_SCROLL), "the page scrolls sideways"
+    shot(page, "setup-phone-5-oauth")
+
+    page.click("#generate-oauth-secret")
+    page.wait_for_selector("#oauth-client-secret")
+    secret = page.locator("#oauth-client-secret").inner_text()
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)
+    shot(page, "setup-phone-6-oauth-secret")
+    granted = requests.post(
+        endpoint, data={"grant_type": "client_credentials"}, auth=(str(directory.id), secret), timeout=10
+    )
+    assert granted.status_code == 200, granted.text
+    base = f"{live}/api/scim/v2.0/{directory.id}"
+    assert (
+        scim(base, granted.json()["access_token"], "POST", "/Users", json=user_body("oauth@acme.test")).status_code
+        == 201
+    )
+    page.goto(f"/setup/{token}#status")
+    assert page.locator("#state-words").inner_text() == "Connected" and secret not in page.content()
+    context.close()

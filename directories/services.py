@@ -14,6 +14,7 @@ from core.apiinput import fields_known
 from core.errors import NotFound, ValidationFailed
 from core.outbound import validate_webhook_url
 from directories.activity.services import scim_health_settle, scim_previous_secret_forgotten, scim_secret_rotated
+from directories.guard.rules import guard_setting_merge
 from directories.mapping import attribute_map_problem, role_map_problem
 from directories.models import ApiKey, Directory, DirectoryType, api_key_hash
 from directories.outbox import outbox as _events
@@ -32,6 +33,8 @@ UPDATABLE_FIELDS = (
     # mapped attributes and roles (contract §3)
     "attribute_map",
     "role_map",
+    # the deprovision guard (contract §4.2): a partial object, merged
+    "deprovision_guard",
 )
 # A rotation may keep the previous SCIM secret working this long (contract §4.1: 7 days).
 GRACE_SECONDS_MAX = 7 * 24 * 3600
@@ -148,6 +151,8 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
         if value is not None:
             changes[flag] = value
     changes.update(_maps(data))
+    if "deprovision_guard" in data:
+        changes["deprovision_guard"] = guard_setting_merge(directory.deprovision_guard, data["deprovision_guard"])
     changed = [f for f, v in changes.items() if getattr(directory, f) != v]
     if not changed:
         return directory, []

@@ -192,3 +192,16 @@ def handler_failing(
         raise error
 
     monkeypatch.setitem(route.methods, method, route.methods[method]._replace(handler=failing))
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The deprovision guard's clock, moved by hand (tests.scim.guardkit.Clock)."""
+    from django.utils import timezone
+
+    from directories.guard import rules
+    from tests.scim.guardkit import Clock
+
+    moved = Clock(timezone.now())
+    monkeypatch.setattr(rules, "now", moved)
+    return moved

@@ -108,6 +108,8 @@ def admin_directory_update(
                     details[flag] = getattr(directory, flag)
             if "name" in changed:
                 details["name"] = directory.name
+            if "deprovision_guard" in changed:
+                details["deprovision_guard"] = directory.deprovision_guard
             audit_record(
                 actor=actor,
                 action=_update_action(changed, directory),

@@ -85,6 +85,8 @@ _CLOSED_BODIES = (
     "ResendRangeInput",
     "ResendIdsInput",
     "SetupLinkCreateInput",
+    "DeprovisionGuardInput",
+    "HeldResolveInput",
 )
 
 

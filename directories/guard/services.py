@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from core.apiinput import fields_known
@@ -55,6 +55,23 @@ def _directory_lock(directory: Directory) -> None:
             setattr(directory, name, value)
 
 
+def _recorded_within(directory_id: uuid.UUID, now: datetime, since: datetime, max_users: int) -> bool:
+    """Record a deprovision at `now` if the window (after `since`) holds fewer than `max_users`: one statement
+    for the check and the record, run after the directory's lock (so it counts every deprovision committed
+    before it). False when it holds as many already (nothing recorded: the caller decides)."""
+    table = connection.ops.quote_name(Deprovision._meta.db_table)
+    at = Deprovision._meta.get_field("at")
+    key = Deprovision._meta.get_field("directory").target_field
+    directory_value, now_value = key.get_db_prep_value(directory_id, connection), at.get_db_prep_value(now, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'INSERT INTO {table} ("directory_id", "at") SELECT %s, %s WHERE (SELECT COUNT(*) FROM {table} '  # noqa: S608
+            'WHERE "directory_id" = %s AND "at" > %s) < %s',
+            [directory_value, now_value, directory_value, at.get_db_prep_value(since, connection), max_users],
+        )
+        return cursor.rowcount == 1
+
+
 def _active_users(directory_id: uuid.UUID, limit: int) -> int:
     """The directory's active users (the application's view), counted up to `limit` only."""
     return DirectoryUser.objects.filter(directory_id=directory_id, active=True)[:limit].count()
@@ -73,9 +90,10 @@ def deprovision_admit(
     if not setting["enabled"]:
         return None  # off: nothing counted, nothing held
     if directory.guard_tripped_at is None:
-        counted = window_deprovisions(
-            directory_id=directory.id, since=window_since(setting, now, directory.guard_armed_at)
-        )
+        since = window_since(setting, now, directory.guard_armed_at)
+        if _recorded_within(directory.id, now, since, setting["max_users"]):
+            return None  # the usual case: at most max_users in the window, nothing else to ask
+        counted = window_deprovisions(directory_id=directory.id, since=since)
         needed = active_needed(counted, setting)
         if not needed or not trips(counted, _active_users(directory.id, needed), setting):
             Deprovision.objects.create(directory_id=directory.id, at=now)

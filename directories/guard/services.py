@@ -29,6 +29,7 @@ from django.utils import timezone
 from core.apiinput import fields_known
 from core.errors import Conflict, ValidationFailed
 from core.requestid import scope_current
+from core.rows import RowReader
 from core.timefmt import iso_utc
 from directories.guard import rules
 from directories.guard.rules import WINDOW_MAX, active_needed, guard_setting, trips, window_since
@@ -41,40 +42,48 @@ from directories.rendering import directory_public_data, user_event, user_update
 IDS_MAX = 1000
 
 
+# The guard's fields of a directory, read under its row lock by fixed SQL (core.rows): a deprovision reads
+# them on every request of a wave.
+_guard_fields = RowReader(Directory, fields=("id", "deprovision_guard", "guard_tripped_at", "guard_armed_at"))
+
+
 def _directory_lock(directory: Directory) -> None:
     """Lock the directory's row (FOR NO KEY UPDATE; SQLite's write lock covers it) and refresh the guard's
     fields on `directory` from it: a PATCH or another request may have changed them since it was read."""
-    row = (
-        Directory.objects.select_for_update(no_key=True)
-        .filter(pk=directory.pk)
-        .values("deprovision_guard", "guard_tripped_at", "guard_armed_at")
-        .first()
-    )
+    sql = _guard_fields.sql('{table}."id" = %s', lock="no_key_update")
+    row = _guard_fields.first(sql, [_guard_fields.param("id", directory.id)])
     if row is not None:
-        for name, value in row.items():
-            setattr(directory, name, value)
+        directory.deprovision_guard = row.deprovision_guard
+        directory.guard_tripped_at, directory.guard_armed_at = row.guard_tripped_at, row.guard_armed_at
 
 
-def _recorded_within(directory_id: uuid.UUID, now: datetime, since: datetime, max_users: int) -> bool:
-    """Record a deprovision at `now` if the window (after `since`) holds fewer than `max_users`: one statement
-    for the check and the record, run after the directory's lock (so it counts every deprovision committed
-    before it). False when it holds as many already (nothing recorded: the caller decides)."""
+def _value(model: type[Any], field: str, value: Any) -> Any:
+    return model._meta.get_field(field).get_db_prep_value(value, connection)
+
+
+def _record(directory_id: uuid.UUID, now: datetime, *, since: datetime | None = None, below: int = 0) -> bool:
+    """Record a deprovision at `now` in the window, one statement run after the directory's lock (so that
+    it counts every deprovision committed before it). With `below`: only if the window (after `since`)
+    holds fewer than that; False when it holds as many already (nothing recorded: the caller decides)."""
     table = connection.ops.quote_name(Deprovision._meta.db_table)
-    at = Deprovision._meta.get_field("at")
-    key = Deprovision._meta.get_field("directory").target_field
-    directory_value, now_value = key.get_db_prep_value(directory_id, connection), at.get_db_prep_value(now, connection)
+    directory_value = _value(Directory, "id", directory_id)
+    sql = f'INSERT INTO {table} ("directory_id", "at") SELECT %s, %s'  # noqa: S608
+    params = [directory_value, _value(Deprovision, "at", now)]
+    if below:
+        sql += f' WHERE (SELECT COUNT(*) FROM {table} WHERE "directory_id" = %s AND "at" > %s) < %s'  # noqa: S608
+        params += [directory_value, _value(Deprovision, "at", since), below]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f'INSERT INTO {table} ("directory_id", "at") SELECT %s, %s WHERE (SELECT COUNT(*) FROM {table} '  # noqa: S608
-            'WHERE "directory_id" = %s AND "at" > %s) < %s',
-            [directory_value, now_value, directory_value, at.get_db_prep_value(since, connection), max_users],
-        )
+        cursor.execute(sql, params)
         return cursor.rowcount == 1
 
 
 def _active_users(directory_id: uuid.UUID, limit: int) -> int:
     """The directory's active users (the application's view), counted up to `limit` only."""
-    return DirectoryUser.objects.filter(directory_id=directory_id, active=True)[:limit].count()
+    table = connection.ops.quote_name(DirectoryUser._meta.db_table)
+    sql = f'SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE "directory_id" = %s AND "active" = %s LIMIT %s) t'  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_value(Directory, "id", directory_id), _value(DirectoryUser, "active", True), limit])
+        return int(cursor.fetchone()[0])
 
 
 def deprovision_admit(
@@ -89,20 +98,24 @@ def deprovision_admit(
     setting = guard_setting(directory.deprovision_guard)
     if not setting["enabled"]:
         return None  # off: nothing counted, nothing held
-    if directory.guard_tripped_at is None:
-        since = window_since(setting, now, directory.guard_armed_at)
-        if _recorded_within(directory.id, now, since, setting["max_users"]):
-            return None  # the usual case: at most max_users in the window, nothing else to ask
-        counted = window_deprovisions(directory_id=directory.id, since=since)
-        needed = active_needed(counted, setting)
-        if not needed or not trips(counted, _active_users(directory.id, needed), setting):
-            Deprovision.objects.create(directory_id=directory.id, at=now)
-            return None
-        _trip(directory, now)
-        held = _hold(directory, user, view, now)
-        _announce_trip(directory)
-        return held
-    return _hold(directory, user, view, now)
+    if directory.guard_tripped_at is not None:
+        return _hold(directory, user, view, now)
+    if setting["max_percent"] >= 100:
+        # `user` is active: one more deprovision never exceeds 100 % of a base it is part of. Counted only.
+        _record(directory.id, now)
+        return None
+    since = window_since(setting, now, directory.guard_armed_at)
+    if _record(directory.id, now, since=since, below=setting["max_users"]):
+        return None  # the usual case: at most max_users in the window, nothing else to ask
+    counted = window_deprovisions(directory_id=directory.id, since=since)
+    needed = active_needed(counted, setting)
+    if not needed or not trips(counted, _active_users(directory.id, needed), setting):
+        _record(directory.id, now)
+        return None
+    _trip(directory, now)
+    held = _hold(directory, user, view, now)
+    _announce_trip(directory)
+    return held
 
 
 def change_hold(

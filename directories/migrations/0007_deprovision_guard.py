@@ -3,7 +3,8 @@ its state, the held changes, the window's record of deprovisions, and the view o
 reads while changes are held (directories.models.ScimUser). The view's SQL runs unchanged on PostgreSQL and
 SQLite: each user's row when it has nothing held, else its last held change, and no user whose held change
 is a delete. UNION ALL rather than a join, so that a condition on the users' indexed columns still reaches
-their indexes in the first branch."""
+their indexes in the first branch, while the second starts from the directory's few held changes (its
+`directory_id` is the held change's, which the position index serves) and joins their users by key."""
 
 import directories.guard.rules
 import django.db.models.deletion
@@ -17,11 +18,11 @@ SELECT u.id, u.directory_id, u.user_name, u.user_name_key, u.external_id, u.acti
   FROM directories_directoryuser u
  WHERE NOT u.held
 UNION ALL
-SELECT u.id, u.directory_id, h.user_name, h.user_name_key, h.external_id, h.active, h.raw, h.filter_doc,
+SELECT u.id, h.directory_id, h.user_name, h.user_name_key, h.external_id, h.active, h.raw, h.filter_doc,
        u.created_at, h.held_at
-  FROM directories_directoryuser u
-  JOIN directories_heldchange h ON h.user_id = u.id AND h.latest
- WHERE u.held AND h.change <> 'delete'
+  FROM directories_heldchange h
+  JOIN directories_directoryuser u ON u.id = h.user_id
+ WHERE h.latest AND h.change <> 'delete'
 """
 
 

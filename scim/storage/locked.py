@@ -166,11 +166,14 @@ class LockedStore:
         known: list[DirectoryUser] | None = None,
         if_match: Precondition | None = None,
     ) -> tuple[DirectoryUser, Events]:
-        # `known` is not used: the row is read again under its lock, so no write slips in between.
+        # The row is read again under its lock, so no write slips in between; of `known` only its groups are
+        # used (a user write never changes them), sparing the answer a read of them.
         with transaction.atomic():
             user = scim_user_get(directory=directory, user_id=user_id, for_update=True)
             if user is None:
                 raise not_found("User")
+            if known:
+                user.member_of = known[0].member_of
             if user.held:
                 return _held_user_update(directory, user, change, if_match)
             require_version(if_match, user.updated_at)

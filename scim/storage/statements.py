@@ -71,8 +71,10 @@ class StatementStore:
         if names is None:
             return user, []
         if before.active and not user.active and guard_watches(directory):
-            # A deprovision: the guard counts it under the directory's lock, or holds it (contract §4.2).
-            return self.locked.user_update(directory=directory, user_id=user_id, change=change)
+            # A deprovision: the guard counts it under the directory's lock, or holds it (contract §4.2). What
+            # was computed here is reused when the locked row is the one read; its groups come along.
+            reuse = _computed(change, read_at=read_at, computed=user, names=names)
+            return self.locked.user_update(directory=directory, user_id=user_id, change=reuse, known=[before])
         events = postgres.user_update_statement(
             directory=directory, user=user, names=names, read_at=read_at, before=before
         )
@@ -130,6 +132,20 @@ class StatementStore:
             if events is not None:
                 return group, events
         return self.locked.members_add(directory=directory, group_id=group_id, user_ids=user_ids, change=change)
+
+
+def _computed(change: UserChange, *, read_at: Any, computed: DirectoryUser, names: list[str]) -> UserChange:
+    """`change`, answered from what it already computed (`computed`, the columns `names`) when the row it is
+    given is still the one read (same `updated_at`: every write changes it), else run again."""
+
+    def apply(user: DirectoryUser) -> list[str] | None:
+        if user.updated_at != read_at or user.held:
+            return change(user)
+        for name in names:
+            setattr(user, name, getattr(computed, name))
+        return names
+
+    return apply
 
 
 def _user_unlocked(*, directory: Directory, user_id: Any, known: list[DirectoryUser] | None) -> DirectoryUser:

@@ -174,3 +174,11 @@ def test_the_command_refuses_bad_input_without_doing_anything(tripped: tuple[Dir
         _command(str(uuid.uuid4()))
     assert HeldChange.objects.count() == 3
     assert not AuditEntry.objects.filter(action__startswith="directory.held_changes").exists()
+
+
+def test_directories_show_tells_the_guards_state(tripped: tuple[Directory, list[str]]) -> None:
+    directory, _held = tripped
+    out = io.StringIO()
+    call_command("directories", "show", str(directory.id), stdout=out)
+    line = next(text for text in out.getvalue().splitlines() if text.startswith("guard"))
+    assert "deprovision guard tripped (limits: 1 users and 1 % in 60 min); 3 held" in line

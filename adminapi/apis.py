@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from adminapi.credentials import AdminAuthentication, AdminThrottled, root_token_matches
 from adminapi.rendering import admin_token_data, admin_user_data, admin_user_list_data, audit_data
 from adminauth import selectors, services
+from adminauth.held import held_changes_resolve_audited
 from adminauth.resends import changes_resend_audited
 from adminauth.throttle import client_ip, failure_record, failures_clear, throttle_wait_seconds
 from core.apiinput import (
@@ -36,6 +37,9 @@ from core.envelope import EnvelopeOnly, fail, fail_json, ok
 from core.errors import NotFound, ValidationFailed
 from directories.activity.rendering import scim_log_entry_data
 from directories.activity.selectors import scim_log_list
+from directories.guard.rendering import held_change_data
+from directories.guard.selectors import held_changes
+from directories.guard.services import held_resolve_input
 from directories.models import Directory
 from directories.rendering import (
     directories_data,
@@ -309,6 +313,41 @@ class SetupLinkApi(AdminView):
             raise NotFound("Setup link not found.")
         setup_link_revoke(link=link, actor=self._actor())
         return Response(status=204)
+
+
+class HeldChangesApi(AdminView):
+    def get(self, request: Request, directory_id: str) -> Response:
+        """The changes the directory's deprovision guard holds, in the order they were held (contract §4.2)."""
+        qs = held_changes(directory=self._directory(directory_id))
+        return ok([held_change_data(change) for change in paged(request, qs)])
+
+
+class _HeldResolveApi(AdminView):
+    approve = True
+
+    def post(self, request: Request, directory_id: str) -> Response:
+        """Approve (apply, with their events) or discard held changes: `{"ids": [...]}`, or `{}` for all;
+        audited with the admin and the count."""
+        directory = self._directory(directory_id)
+        ids = held_resolve_input(_body(request))
+        count = held_changes_resolve_audited(
+            directory=directory,
+            ids=ids,
+            approve=self.approve,
+            actor=request.user,
+            actor_name=request.user.email,
+            via="admin-api",
+            client_ip=self._ip(),
+        )
+        return ok({"approved" if self.approve else "discarded": count})
+
+
+class HeldChangesApproveApi(_HeldResolveApi):
+    approve = True
+
+
+class HeldChangesDiscardApi(_HeldResolveApi):
+    approve = False
 
 
 class TokensApi(AdminView):

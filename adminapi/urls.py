@@ -45,6 +45,22 @@ urlpatterns = [
         apis.SetupLinkApi.as_view(),
         name="admin-directory-setup-link",
     ),
+    # The deprovision guard's held changes (contract §4.2).
+    path(
+        "directories/<str:directory_id>/held-changes",
+        apis.HeldChangesApi.as_view(),
+        name="admin-directory-held-changes",
+    ),
+    path(
+        "directories/<str:directory_id>/held-changes/approve",
+        apis.HeldChangesApproveApi.as_view(),
+        name="admin-directory-held-changes-approve",
+    ),
+    path(
+        "directories/<str:directory_id>/held-changes/discard",
+        apis.HeldChangesDiscardApi.as_view(),
+        name="admin-directory-held-changes-discard",
+    ),
     path("token", apis.TokensApi.as_view(), name="admin-tokens"),
     path("token/<str:token_id>", apis.TokenApi.as_view(), name="admin-token"),
     path("users", apis.AdminUsersApi.as_view(), name="admin-users"),

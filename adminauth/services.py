@@ -106,13 +106,15 @@ def directory_update_action(changed: list[str], directory: Directory) -> str:
 
 def directory_update_details(changed: list[str], directory: Directory) -> dict[str, Any]:
     """What an update's audit entry says: the fields changed, the new values of the flags among them,
-    and the new name."""
+    the new name and the new guard setting."""
     details: dict[str, Any] = {"fields": changed}
     for flag in UPDATE_FLAGS:
         if flag in changed:
             details[flag] = getattr(directory, flag)
     if "name" in changed:
         details["name"] = directory.name
+    if "deprovision_guard" in changed:
+        details["deprovision_guard"] = directory.deprovision_guard
     return details
 
 

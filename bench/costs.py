@@ -6,7 +6,9 @@
 Calls the WSGI application directly (no socket, no web server, no client) on a fresh PostgreSQL
 database with production settings and a Redis broker, and reports process CPU milliseconds per
 request (time.process_time, so waiting for PostgreSQL does not count; the least loaded of 5 rounds)
-and SQL statements per request.
+and SQL statements per request. The deprovisions (`deprovision_patch`, `delete_active`) each take a
+user made beforehand; the directory's deprovision guard counts them without ever holding one, as in the
+benchmark's compare; `delete_inactive` deletes users deactivated beforehand, the clean-up that follows.
 On 2 cores, requests/s ≈ 2000 ÷ (CPU ms per request of everything involved), see bench/README.md.
 
 Variants change one thing in this process only (monkeypatching; nothing in the application is
@@ -109,6 +111,7 @@ class Harness:
                 "log_scim_requests": "scim_log" in on,
             }
         )
+        guard_directory_counting(self.directory)
         self.credential = self.directory.scim_secret
         if "oauth_token" in on:
             from directories.services import directory_scim_oauth_secret_rotate
@@ -120,6 +123,7 @@ class Harness:
         self.tag = tag
         self.counter = 0
         self.user_ids: list[str] = []
+        self.spares: list[str] = []  # users made beforehand, untimed, for the deprovisions below
         status, body = self.call("POST", f"{self.base}/Groups", {"schemas": [GROUP_SCHEMA], "displayName": "g"})
         self.group_id = json.loads(body)["id"]
 
@@ -205,11 +209,46 @@ class Harness:
         body = {"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "value": {"active": False}}]}
         return self.call("PATCH", f"{self.base}/Users/{self.user_ids[-1]}", body)
 
+    def spares_make(self, count: int, *, inactive: bool = False) -> None:
+        """`count` users for the operations that use one up each (untimed); `inactive`: deactivated too."""
+        for _ in range(count):
+            self.counter += 1
+            status, body = self.call("POST", f"{self.base}/Users", okta_user(self.tag, self.counter))
+            user_id = json.loads(body)["id"]
+            if inactive:
+                self.call("PATCH", f"{self.base}/Users/{user_id}", _DEACTIVATE)
+            self.spares.append(user_id)
+
+    def deprovision_patch(self) -> tuple[str, bytes]:
+        """Okta's deactivation of an active user: a deprovision (contract §4.2), counted by the guard."""
+        return self.call("PATCH", f"{self.base}/Users/{self.spares.pop()}", _DEACTIVATE)
+
+    def delete_user(self) -> tuple[str, bytes]:
+        """DELETE of a spare user: active (a deprovision) or deactivated before (the usual clean-up)."""
+        return self.call("DELETE", f"{self.base}/Users/{self.spares.pop()}")
+
     def get_404(self) -> tuple[str, bytes]:
         return self.call("GET", f"{self.base}/Users/{uuid.uuid4()}")
 
     def healthz(self) -> tuple[str, bytes]:
         return self.call("GET", "/healthz")
+
+
+_DEACTIVATE = {"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "value": {"active": False}}]}
+
+
+def guard_directory_counting(directory: Any) -> None:
+    """The deprovision guard counts this directory's deprovisions but never holds one (max_percent 100), as
+    the benchmark's compare sets it: its deprovisions are measured on the path they take in production.
+    (Before the guard existed, a directory had no such setting: nothing to set.)"""
+    from directories.services import UPDATABLE_FIELDS, directory_update
+
+    if "deprovision_guard" in UPDATABLE_FIELDS:
+        directory_update(directory=directory, data={"deprovision_guard": {"max_percent": 100}})
+
+
+# Operations that use up one prepared user per call: (spares per call are made untimed, deactivated first?).
+_SPARES = {"deprovision_patch": False, "delete_active": False, "delete_inactive": True}
 
 
 def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
@@ -222,12 +261,18 @@ def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
         ("filter_userName", harness.filter_user),
         ("list_page_100", harness.list_page),
         ("deactivate", harness.deactivate),
+        ("deprovision_patch", harness.deprovision_patch),
+        ("delete_active", harness.delete_user),
+        ("delete_inactive", harness.delete_user),
         ("get_404", harness.get_404),
         ("healthz (no SCIM)", harness.healthz),
     ]
     out: dict[str, dict[str, float]] = {}
     for name, fn in plan:
         n = repeats if name != "list_page_100" else max(20, repeats // 5)
+        if name in _SPARES:
+            # warm-up, the rounds and the captured call each use one up
+            harness.spares_make(10 + 5 * max(1, n // 5) + 1, inactive=_SPARES[name])
         for _ in range(10):
             fn()  # warm-up
         if name == "create_user":

@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import models
 
 from core.crypto import EncryptedTextField, secret_digest
+from directories.guard.rules import guard_defaults
 
 
 class DirectoryType(models.TextChoices):
@@ -55,6 +56,12 @@ class Directory(models.Model):
     scim_oauth_secret_hash = models.CharField(max_length=64, blank=True, default="")
     scim_oauth_secret_created_at = models.DateTimeField(null=True, blank=True)
     scim_static_secret_enabled = models.BooleanField(default=True)
+    # The deprovision guard (contract §4.2, directories.guard): its setting, when it tripped (set while any
+    # change is held, so the SCIM reads, which get this row with the authentication, overlay held changes
+    # only then), and when it last re-armed (deprovisions before that no longer count).
+    deprovision_guard = models.JSONField(default=guard_defaults)
+    guard_tripped_at = models.DateTimeField(null=True, blank=True)
+    guard_armed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -120,6 +127,10 @@ class DirectoryUser(models.Model):
     filter_doc = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The user has changes held by the deprovision guard (HeldChange): the identity provider's view of it is
+    # the last of them, and its later SCIM changes are held behind them. On the row itself so that a write
+    # that read the user before a change was held fails its condition (scim.storage) instead of slipping past.
+    held = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -308,3 +319,107 @@ class ScimLogEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} {self.path} {self.status}"
+
+
+# --- the deprovision guard (contract §4.2, directories.guard) ---------------------------------------------
+
+
+class HeldChangeKind(models.TextChoices):
+    DEACTIVATE = "deactivate", "Deactivate"
+    DELETE = "delete", "Delete"
+    UPDATE = "update", "Update"
+
+
+class HeldChange(models.Model):
+    """A SCIM change of a user that the deprovision guard holds: answered to the identity provider as if
+    applied, not applied to the user's row (the application's view) until a person approves it.
+
+    The document columns hold the identity provider's view of the user once this change is made (a
+    delete keeps the view before it). The user's last held change (`latest`) is that view now: SCIM
+    reads show it (`ScimUser`), SCIM writes to the user start from it. `position` orders a directory's
+    held changes: they are taken under the directory's row lock, and applied in that order."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    directory = models.ForeignKey(Directory, on_delete=models.CASCADE, related_name="held_changes", db_index=False)
+    user = models.ForeignKey(DirectoryUser, on_delete=models.CASCADE, related_name="+", db_index=False)
+    position = models.BigIntegerField()
+    change = models.CharField(max_length=16, choices=HeldChangeKind.choices)
+    held_at = models.DateTimeField()
+    scim_request_id = models.CharField(max_length=128, blank=True, default="")
+    latest = models.BooleanField(default=True)
+    user_name = models.CharField(max_length=512)
+    user_name_key = models.CharField(max_length=512)
+    external_id = models.CharField(max_length=512, null=True, blank=True)
+    first_name = models.CharField(max_length=512, blank=True, default="")
+    last_name = models.CharField(max_length=512, blank=True, default="")
+    email = models.CharField(max_length=512, blank=True, default="")
+    email_key = models.CharField(max_length=512, blank=True, default="")
+    active = models.BooleanField(default=True)
+    raw = models.JSONField(default=dict)
+    filter_doc = models.JSONField(default=dict)
+
+    # The document fields a held change carries, as DirectoryUser names them.
+    DOCUMENT = (
+        "user_name", "user_name_key", "external_id", "first_name", "last_name", "email", "email_key", "active",
+        "raw", "filter_doc",
+    )  # fmt: skip
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["directory", "position"], name="held_change_position"),
+            models.UniqueConstraint(fields=["user"], condition=models.Q(latest=True), name="held_change_latest"),
+        ]
+        indexes = [models.Index(fields=["user", "position"], name="held_change_user")]
+
+    def __str__(self) -> str:
+        return f"{self.change} {self.user_name} (held {self.held_at})"
+
+
+class Deprovision(models.Model):
+    """A deprovision the guard let through, at `at`: what its sliding window counts. Kept at most the
+    longest window (a periodic purge drops older rows); deprovisions of a directory whose guard is off,
+    and approved ones, are not recorded."""
+
+    directory = models.ForeignKey(Directory, on_delete=models.CASCADE, related_name="+", db_index=False)
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["directory", "at"], name="deprovision_directory_at"),
+            models.Index(fields=["at"], name="deprovision_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.directory_id} at {self.at}"
+
+
+class ScimUser(models.Model):
+    """The users as the SCIM surface shows them while a directory holds changes: a database view (migration
+    0008) of each user's row, or of its last held change when it has one, without the users whose held
+    change is a delete. SCIM lists and filters read it instead of DirectoryUser only then (scim.storage), so
+    a filter evaluates on the identity provider's view. Read-only, same column names as DirectoryUser."""
+
+    id = models.UUIDField(primary_key=True)
+    directory = models.ForeignKey(
+        Directory, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False, db_index=False
+    )
+    user_name = models.CharField(max_length=512)
+    user_name_key = models.CharField(max_length=512)
+    external_id = models.CharField(max_length=512, null=True)
+    active = models.BooleanField()
+    raw = models.JSONField()
+    filter_doc = models.JSONField()
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    # As DirectoryUser.member_of (scim.resources renders either).
+    member_of: list[tuple[uuid.UUID, str]] | None = None
+
+    class Meta:
+        managed = False
+        db_table = "directories_scimuser"
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.user_name

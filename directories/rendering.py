@@ -12,6 +12,9 @@ from django.utils import timezone
 from core.surfaces import ENTRA_FLAG, scim_base_url, scim_path, scim_token_url
 from core.timefmt import iso_utc, iso_utc_or_none
 from directories.activity.rendering import health_data, health_row, scim_secret_data
+from directories.guard.rendering import guard_data
+from directories.guard.rules import guard_setting
+from directories.guard.selectors import GuardFacts, guard_facts
 from directories.mapping import custom_attributes, roles
 from directories.models import Directory, DirectoryGroup, DirectoryType, DirectoryUser
 from directories.outbox import feed_heads
@@ -47,12 +50,19 @@ _NO_EVENTS = (0, None)
 
 
 def directory_data(
-    directory: Directory, *, now: datetime | None = None, events: tuple[int, int | None] | None = None
+    directory: Directory,
+    *,
+    now: datetime | None = None,
+    events: tuple[int, int | None] | None = None,
+    guard: GuardFacts | None = None,
 ) -> dict[str, Any]:
-    """The Directory. `events`: its feed's (last, oldest) sequence when the caller read them with others
-    (`directories_data`); read here otherwise."""
+    """The Directory. `events`: its feed's (last, oldest) sequence, and `guard`: its deprovision guard's
+    facts, when the caller read them with others (`directories_data`); read here otherwise."""
+    now = now or timezone.now()
     if events is None:
         events = feed_heads([directory.id]).get(directory.id, _NO_EVENTS)
+    if guard is None:
+        guard = guard_facts([directory])[directory.id]
     data = {
         "id": str(directory.id),
         "name": directory.name,
@@ -74,16 +84,21 @@ def directory_data(
         "attribute_map": directory.attribute_map,
         "role_map": directory.role_map,
     }
-    _scim_activity_add(data, directory, now or timezone.now())
+    _scim_activity_add(data, directory, now)
     data["events"] = events_data(*events)
+    # the deprovision guard (contract §4.2): its setting, whole, and its state
+    data["deprovision_guard"] = guard_setting(directory.deprovision_guard)
+    data["guard"] = guard_data(directory, guard)
     return data
 
 
 def directories_data(directories: Iterable[Directory], *, now: datetime | None = None) -> list[dict[str, Any]]:
-    """A page of Directories, their feeds' summaries read in one query for the whole page."""
+    """A page of Directories, their feeds' summaries and their guards' facts read once for the whole page."""
     rows = list(directories)
+    now = now or timezone.now()
     heads = feed_heads([d.id for d in rows]) if rows else {}
-    return [directory_data(d, now=now, events=heads.get(d.id, _NO_EVENTS)) for d in rows]
+    guards = guard_facts(rows)
+    return [directory_data(d, now=now, events=heads.get(d.id, _NO_EVENTS), guard=guards[d.id]) for d in rows]
 
 
 def _scim_activity_add(data: dict[str, Any], directory: Directory, now: datetime) -> None:
@@ -128,6 +143,25 @@ def user_data(user: DirectoryUser, *, directory: Directory) -> dict[str, Any]:
         "custom_attributes": custom_attributes(user.raw, directory.attribute_map),
         "roles": roles(user.member_of or (), directory.role_map),
     }
+
+
+def user_event(directory: Directory, user: DirectoryUser) -> dict[str, Any]:
+    """The User of a user event: its roles need its groups, read only when the directory maps roles
+    (one query; the reads that brought the user along may have read them already)."""
+    if directory.role_map:
+        user_groups_attach(users=[user])
+    return user_data(user, directory=directory)
+
+
+def user_updated(
+    directory: Directory, user: DirectoryUser, before: DirectoryUser
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """`user.updated` for `user` as changed, with its `previous_attributes` against `before`, a copy
+    taken before the change (`copy.copy`: the change sets new values, never edits the old ones). A
+    user write never changes the user's groups, so both renderings share them."""
+    data = user_event(directory, user)
+    before.member_of = user.member_of
+    return ("user.updated", data, previous_attributes(user_data(before, directory=directory), data))
 
 
 def group_data(group: DirectoryGroup) -> dict[str, Any]:

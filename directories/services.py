@@ -15,6 +15,7 @@ from core.crypto import secret_digest
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.outbound import validate_webhook_url
 from directories.activity.services import scim_health_settle, scim_previous_secret_forgotten, scim_secret_rotated
+from directories.guard.rules import guard_setting_merge
 from directories.mapping import attribute_map_problem, role_map_problem
 from directories.models import ApiKey, Directory, DirectoryType, api_key_hash
 from directories.outbox import outbox as _events
@@ -36,6 +37,8 @@ UPDATABLE_FIELDS = (
     # the SCIM object's switch (contract §4.3), as `{"scim": {"static_secret_enabled": …}}` or at the top level
     "scim",
     "static_secret_enabled",
+    # the deprovision guard (contract §4.2): a partial object, merged
+    "deprovision_guard",
 )
 # The fields of `scim` an update may name; the rest of the Directory's `scim` object is read-only.
 SCIM_UPDATABLE_FIELDS = ("static_secret_enabled",)
@@ -157,6 +160,8 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
     static = _static_secret_enabled(data)
     if static is not None:
         changes["scim_static_secret_enabled"] = static
+    if "deprovision_guard" in data:
+        changes["deprovision_guard"] = guard_setting_merge(directory.deprovision_guard, data["deprovision_guard"])
     changed = [f for f, v in changes.items() if getattr(directory, f) != v]
     if not changed:
         return directory, []

@@ -25,6 +25,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 from kombu.utils.url import maybe_sanitize_url
 
+from directories.guard.selectors import guard_tripped_directories
 from operations.probes import broker_probe, database_clock, database_probe
 from webhooks.selectors import heartbeat_get, outbox_backlog, sending_count
 from webhooks.services import SWEEP, sending_stale_after, worker_ping_forget
@@ -37,6 +38,8 @@ SWEEP_STALE = timedelta(seconds=120)
 # An event pending longer than this missed its drain and the sweeps after it: deliveries are stuck.
 OUTBOX_STUCK = timedelta(minutes=5)
 OUTBOX_SLOW = timedelta(seconds=60)
+# Directories with a tripped deprovision guard that one line names (the others are counted as "more").
+GUARD_LISTED = 5
 # Times are written by every node's clock and compared across nodes (the sweep's ages, claims).
 CLOCK_SKEW_LIMIT = 2.0
 DEV_SECRET_PREFIX = "roster-dev-insecure"
@@ -68,6 +71,7 @@ class Doctor:
             ("worker", self.worker),
             ("beat", self.beat),
             ("outbox", self.outbox),
+            ("guard", self.guard),
             ("clock", self.clock),
         ]
         for name, check in checks:
@@ -319,6 +323,29 @@ class Doctor:
                 f"{stale} attempt(s) interrupted (a worker died); the next sweep reports them as failed",
                 "look for killed workers (out of memory, a hard time limit)",
             )
+
+    def guard(self) -> Iterator[Finding]:
+        """Directories whose deprovision guard tripped (contract §4.2): changes wait for a person. A warning:
+        Roster works as it should, but someone has to look."""
+        if not self.database_ok:
+            yield Finding(INFO, "guard", "skipped: the database does not answer")
+            return
+        tripped = list(guard_tripped_directories()[: GUARD_LISTED + 1])
+        if not tripped:
+            yield Finding(OK, "guard", "no directory holds changes")
+            return
+        shown = ", ".join(
+            f"{d.name} ({d.id}: {d.held_count} held, tripped {_age(d.guard_tripped_at)} ago)"
+            for d in tripped[:GUARD_LISTED]
+        )
+        more = " and more" if len(tripped) > GUARD_LISTED else ""
+        yield Finding(
+            WARN,
+            "guard",
+            f"the deprovision guard tripped and holds changes in {shown}{more}",
+            "review them, then approve or discard: manage.py directories held <id> [--approve | --discard], "
+            "the portal, or the held-changes routes of the REST and admin APIs",
+        )
 
     def clock(self) -> Iterator[Finding]:
         if not self.database_ok:

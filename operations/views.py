@@ -7,7 +7,8 @@ with `"status": "unavailable"`, each failing part marked `"unreachable"` and lis
 `Retry-After`. Nothing is cached: each probe asks again, so it says what is true now on this node.
 
 /metrics is the Prometheus text exposition of the node (core.metrics), plus what only the database
-knows, read at scrape time: the outbox backlog and the last sweep. Every node reports the same
+knows, read at scrape time: the outbox backlog, the last sweep, and the directories whose deprovision guard
+tripped (contract §4.2) with the changes each holds. Every node reports the same
 database-wide values (aggregate them with max(), not sum()). `Authorization: Bearer <METRICS_TOKEN>`,
 compared in constant time: 401 without it or with a wrong one, 404 while METRICS_TOKEN is unset.
 """
@@ -27,6 +28,7 @@ from core import metrics
 from core.bearer import bearer_token
 from core.logfilters import mark_logged
 from core.outage import RETRY_AFTER_SECONDS
+from directories.guard.selectors import guard_tripped_directories
 from operations.probes import broker_probe, database_probe
 from webhooks.selectors import heartbeat_get, outbox_backlog
 from webhooks.services import SWEEP
@@ -75,6 +77,7 @@ def database_gauges() -> list[metrics.Gauge]:
     try:
         backlog = outbox_backlog()
         sweep = heartbeat_get(name=SWEEP)
+        tripped = [(d.id, d.held_count) for d in guard_tripped_directories()]
     except DatabaseError as exc:
         logger.warning("metrics: database gauges left out (%s)", type(exc).__name__)
         return [metrics.Gauge("roster_database_up", "1 when the database answered this scrape.", [({}, 0)])]
@@ -93,6 +96,20 @@ def database_gauges() -> list[metrics.Gauge]:
             "How long the longest-waiting pending outbox event has waited, since it was recorded or resent "
             "(0 when none is pending). The same on every node.",
             [({}, max(0.0, oldest_age))],
+        ),
+    ]
+    gauges += [
+        metrics.Gauge(
+            "roster_guard_tripped_directories",
+            "Directories whose deprovision guard tripped: changes wait for a person to approve or discard them. The "
+            "same on every node.",
+            [({}, len(tripped))],
+        ),
+        metrics.Gauge(
+            "roster_guard_held_changes",
+            "Changes held by tripped deprovision guards, all directories together (manage.py doctor names the "
+            "directories). The same on every node.",
+            [({}, sum(held for _directory_id, held in tripped))],
         ),
     ]
     if sweep is not None:

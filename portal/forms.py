@@ -70,14 +70,53 @@ class DirectoryEditForm(forms.Form):
         label="Log successful SCIM requests",
         help_text="Failed SCIM requests are always kept; with this on, every request is, with its bodies.",
     )
+    # The deprovision guard (contract §4.2); the service checks the numbers and names the one it refuses.
+    guard_enabled = forms.BooleanField(
+        required=False,
+        label="Hold mass deprovisions",
+        help_text="Deactivations and deletions beyond both limits below, within the window, wait for a person.",
+    )
+    guard_max_users = forms.IntegerField(required=False, label="More than this many users", help_text="At least 1.")
+    guard_max_percent = forms.IntegerField(
+        required=False,
+        label="And more than this percentage of the active users",
+        help_text="1 to 100; 100 counts deprovisions but never holds one.",
+    )
+    guard_window_minutes = forms.IntegerField(
+        required=False, label="Within this many minutes", help_text="1 to 10080 (7 days)."
+    )
+
+    # Each setting of the guard, and the field that shows it.
+    GUARD_FIELDS = {
+        "enabled": "guard_enabled",
+        "max_users": "guard_max_users",
+        "max_percent": "guard_max_percent",
+        "window_minutes": "guard_window_minutes",
+    }
+
+    @classmethod
+    def guard_initial(cls, setting: dict[str, Any]) -> dict[str, Any]:
+        return {field: setting[key] for key, field in cls.GUARD_FIELDS.items()}
+
+    def service_field(self, name: str | None) -> str | None:
+        """The form field that shows the service's error about `name` (`deprovision_guard.<key>` or a field)."""
+        if name and name.startswith("deprovision_guard."):
+            return self.GUARD_FIELDS.get(name.partition(".")[2])
+        return name
 
     def service_data(self) -> dict[str, Any]:
+        guard = {key: self.cleaned_data[field] for key, field in self.GUARD_FIELDS.items()}
+        # A post without the guard's fields (not this page's form) leaves the guard as it is.
+        shown = any(field in self.data for field in self.GUARD_FIELDS.values())
         data: dict[str, Any] = {
             "name": self.cleaned_data["name"],
             "webhook_url": self.cleaned_data["webhook_url"],
             "log_webhook_events": self.cleaned_data["log_webhook_events"],
             "log_scim_requests": self.cleaned_data["log_scim_requests"],
         }
+        if shown:
+            # An empty number keeps the current value.
+            data["deprovision_guard"] = {key: value for key, value in guard.items() if value is not None}
         if self.cleaned_data["webhook_secret"]:
             data["webhook_secret"] = self.cleaned_data["webhook_secret"]
         return data

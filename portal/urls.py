@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from portal.views import audit, auth, deliveries, directories, mapping, people, scim_requests, setup_links
+from portal.views import (
+    audit,
+    auth,
+    deliveries,
+    directories,
+    held_changes,
+    mapping,
+    people,
+    scim_requests,
+    setup_links,
+)
 
 app_name = "portal"
 
@@ -65,6 +75,13 @@ urlpatterns = [
         "directories/<str:directory_id>/scim-secret/revoke-previous",
         directories.directory_previous_scim_secret_revoke,
         name="directory_scim_secret_revoke_previous",
+    ),
+    # The deprovision guard (contract §4.2): the held changes, and approving or discarding them.
+    path("directories/<str:directory_id>/held-changes", held_changes.held_change_list, name="held_changes"),
+    path(
+        "directories/<str:directory_id>/held-changes/resolve",
+        held_changes.held_changes_resolve,
+        name="held_changes_resolve",
     ),
     # Setup links (contract §3.1): "Invite IT admin", and revoking a link.
     path(

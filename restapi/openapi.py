@@ -87,6 +87,8 @@ _CLOSED_BODIES = (
     "ResendRangeInput",
     "ResendIdsInput",
     "SetupLinkCreateInput",
+    "DeprovisionGuardInput",
+    "HeldResolveInput",
 )
 
 

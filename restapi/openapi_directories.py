@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from directories.guard.rendering import ARMED, OFF, TRIPPED
+from directories.guard.rules import BOUNDS, DEFAULTS
 from directories.models import DirectoryType, HealthState
 from restapi.openapi_common import envelope
 
@@ -81,6 +83,45 @@ class EventsSummary(serializers.Serializer):
     )
 
 
+def _guard_number(key: str, help_text: str, *, required: bool) -> serializers.IntegerField:
+    low, high = BOUNDS[key]
+    return serializers.IntegerField(
+        min_value=low, max_value=high, required=required, help_text=f"{help_text} Default {DEFAULTS[key]}."
+    )
+
+
+class DeprovisionGuardSetting(serializers.Serializer):
+    enabled = serializers.BooleanField(help_text="Whether deprovisions are counted and, past the limits, held.")
+    max_users = _guard_number("max_users", "Deprovisions a window may hold before the guard can trip.", required=True)
+    max_percent = _guard_number(
+        "max_percent", "Percentage of the users active at the window's start it may take out.", required=True
+    )
+    window_minutes = _guard_number("window_minutes", "The sliding window, in minutes.", required=True)
+
+
+# Any of the setting's keys; the others keep their values. additionalProperties is false (restapi.openapi).
+class DeprovisionGuardInput(serializers.Serializer):
+    """A partial setting, merged into the current one; any other key is a 400."""
+
+    enabled = serializers.BooleanField(required=False)
+    max_users = _guard_number("max_users", "At least 1.", required=False)
+    max_percent = _guard_number("max_percent", "From 1 to 100 (100: counted, never held).", required=False)
+    window_minutes = _guard_number("window_minutes", "From 1 to 10080 (7 days).", required=False)
+
+
+class GuardSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(
+        choices=[ARMED, TRIPPED, OFF],
+        help_text="off: the setting is off; tripped: changes are held until a person approves or discards them; "
+        "armed: counting.",
+    )
+    held = serializers.IntegerField(min_value=0, help_text="Changes held (GET .../held-changes).")
+    tripped_at = serializers.DateTimeField(allow_null=True, help_text="When it tripped; null unless changes are held.")
+    window_deprovisions = serializers.IntegerField(
+        min_value=0, help_text="Deprovisions let through in the current window (since the last re-arm)."
+    )
+
+
 class DirectorySerializer(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
@@ -102,6 +143,8 @@ class DirectorySerializer(serializers.Serializer):
     log_scim_requests = serializers.BooleanField(help_text="Successful SCIM requests are logged too.")
     health = HealthSerializer()
     events = EventsSummary(help_text="Where the directory's changes feed stands (GET .../changes).")
+    deprovision_guard = DeprovisionGuardSetting(help_text="The deprovision guard's setting.")
+    guard = GuardSerializer(help_text="The deprovision guard's state.")
 
 
 def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
@@ -174,6 +217,7 @@ class DirectoryPatchInput(serializers.Serializer):
     static_secret_enabled = serializers.BooleanField(
         required=False, allow_null=True, help_text="The same as static_secret_enabled in scim; both, when sent, agree."
     )
+    deprovision_guard = DeprovisionGuardInput(required=False)
 
 
 DirectoryEnvelope = envelope("DirectoryEnvelope", DirectorySerializer())

@@ -5,7 +5,8 @@ Order matters: `users` and `groups` come before `<directory_id>`, or they would 
 request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/scim-oauth-secret`
 the OAuth client secret of the SCIM endpoint (contract §4.3), `<directory_id>/changes`
 the changes feed (restapi.changes), `<directory_id>/changes/resend` one more attempt of chosen events
-(restapi.resends), and `<directory_id>/setup-links` the directory's setup links (restapi.setup_links).
+(restapi.resends), `<directory_id>/setup-links` the directory's setup links (restapi.setup_links), and
+`<directory_id>/held-changes` the changes its deprovision guard holds (restapi.held_changes).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.urls import path
 from restapi import apis
 from restapi.changes import DirectoryChangesApi
 from restapi.deliveries import DirectoryEventsApi
+from restapi.held_changes import HeldChangesApi, HeldChangesApproveApi, HeldChangesDiscardApi
 from restapi.openapi import RestSchemaView
 from restapi.resends import ChangesResendApi
 from restapi.scim_requests import DirectoryScimRequestsApi
@@ -104,4 +106,20 @@ def _setup_link_routes(prefix: str, suffix: str) -> list:
 urlpatterns += [
     *_setup_link_routes("api/v1/directory-sync", ""),
     *_setup_link_routes("api/v1/dsync", "-dsync"),
+]
+
+
+def _held_routes(prefix: str, suffix: str) -> list:
+    """The changes a directory's deprovision guard holds (contract §4.2): list, approve, discard."""
+    held = f"{prefix}/<str:directory_id>/held-changes"
+    return [
+        path(held, HeldChangesApi.as_view(), name=f"held-changes{suffix}"),
+        path(f"{held}/approve", HeldChangesApproveApi.as_view(), name=f"held-changes-approve{suffix}"),
+        path(f"{held}/discard", HeldChangesDiscardApi.as_view(), name=f"held-changes-discard{suffix}"),
+    ]
+
+
+urlpatterns += [
+    *_held_routes("api/v1/directory-sync", ""),
+    *_held_routes("api/v1/dsync", "-dsync"),
 ]

@@ -25,7 +25,15 @@ from scim.protocol.paging import paging
 from scim.protocol.search import search_query
 from scim.protocol.versions import precondition, version_of
 from scim.resources import Projection, group_resource, user_resource
-from scim.selectors import Equality, FirstRead, scim_group_get, scim_group_members, scim_groups_page, scim_user_get
+from scim.selectors import (
+    Equality,
+    FirstRead,
+    scim_group_get,
+    scim_group_members,
+    scim_groups_page,
+    scim_user_get,
+    scim_user_shown,
+)
 from scim.storage.query.filter import filter_plan
 from scim.storage.query.sort import sort_plan
 
@@ -138,6 +146,7 @@ def user_get(directory: Directory, request: ScimRequest, body: Any, read: FirstR
         user = read.rows[0] if read.rows else None  # read with the directory
     else:
         user = scim_user_get(directory=directory, user_id=request.resource_id)
+    user = scim_user_shown(user)  # a user with changes held: the identity provider's view of it
     if user is None:
         raise not_found("User")
     version = version_of(user.updated_at)

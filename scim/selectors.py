@@ -9,8 +9,16 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
-from core.rows import RowReader, rows_cursor
-from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from core.rows import Extra, RowReader, rows_cursor
+from directories.guard.selectors import held_deleted, held_latest, held_view
+from directories.models import (
+    Directory,
+    DirectoryGroup,
+    DirectoryUser,
+    GroupMembership,
+    HeldChangeKind,
+    ScimUser,
+)
 from directories.pages import UsersPage
 from directories.selectors import directory_groups, directory_users, page_rows
 from scim.resources import member_item
@@ -73,6 +81,40 @@ def scim_group_get(*, directory: Directory, group_id: Any, for_update: bool = Fa
 
 
 GroupWithUsers = tuple[DirectoryGroup | None, dict[uuid.UUID, DirectoryUser]]
+
+
+# --- the identity provider's view while the deprovision guard holds changes (contract §4.2) ---------------
+
+
+def scim_user_shown(user: DirectoryUser | None) -> DirectoryUser | None:
+    """`user` as the SCIM surface shows it: its row, or, when it has changes held, its last held change
+    (None when that is a delete: gone for the identity provider). One more query for a held user only."""
+    if user is None or not user.held:
+        return user
+    change = held_latest(user=user)
+    if change is None:
+        return user
+    if change.change == HeldChangeKind.DELETE:
+        return None
+    return held_view(user=user, change=change)
+
+
+def holds_changes(directory: Directory) -> bool:
+    """Whether the directory holds changes: then its SCIM lists read `ScimUser`, the users as the identity
+    provider sees them (known from the directory's row, read with the authentication: nothing to ask)."""
+    return directory.guard_tripped_at is not None
+
+
+_overlay_readers: dict[tuple[Extra, ...], RowReader[ScimUser]] = {}
+
+
+def _overlay_reader(reader: RowReader[Any]) -> RowReader[ScimUser]:
+    """`reader`'s columns and computed columns, read from the view of held users (`ScimUser`); one per
+    set of computed columns, kept like the readers themselves."""
+    found = _overlay_readers.get(reader.extras)
+    if found is None:
+        found = _overlay_readers[reader.extras] = RowReader(ScimUser, fields=user_docs.fields, extras=reader.extras)
+    return found
 
 
 class FirstRead:
@@ -172,10 +214,16 @@ def scim_users_page(
     """The portable page of users (scim.storage.postgres reads unfiltered pages its own way), in
     (created, id) order or in `order` (scim.storage.query.sort). `reader`: reads the unfiltered page and the
     page of one equality (a store's reader may bring the users' groups along); `total`: the number of
-    matching users when the caller knows it (no COUNT). Only what a SCIM resource is made of is read."""
+    matching users when the caller knows it (no COUNT). Only what a SCIM resource is made of is read.
+
+    While the directory holds changes, the page is of `ScimUser` (`holds_changes`): the filter, the order
+    and the total apply to the identity provider's view, and `total` is not used."""
+    overlay = holds_changes(directory)
+    if overlay:
+        reader, total = _overlay_reader(reader), None
     if not order and (condition is None or isinstance(condition, Equality)):
         return _page_fixed(reader, directory=directory, equality=condition, start_index=start_index, count=count)
-    qs = directory_users(directory=directory)
+    qs = ScimUser.objects.filter(directory=directory) if overlay else directory_users(directory=directory)
     if condition is not None:
         qs = qs.filter(condition.q() if isinstance(condition, Equality) else condition)
     return _page(qs, start_index=start_index, count=count, order=order, fields=user_docs.fields, total=total)
@@ -202,7 +250,11 @@ def scim_group_members(*, directory: Directory, group_ids: list[uuid.UUID]) -> d
     result: dict[uuid.UUID, list[dict[str, Any]]] = {gid: [] for gid in group_ids}
     if not group_ids:
         return result
-    rows = GroupMembership.objects.filter(group_id__in=group_ids).order_by("id").values_list("group_id", "user_id")
+    rows = GroupMembership.objects.filter(group_id__in=group_ids)
+    if holds_changes(directory):
+        # A user whose deletion is held is gone for the identity provider, and so are its memberships.
+        rows = rows.exclude(user_id__in=held_deleted(directory=directory))
+    rows = rows.order_by("id").values_list("group_id", "user_id")
     for group_id, user_id in rows:
         result[group_id].append(member_item(directory.id, user_id))
     return result

@@ -18,12 +18,14 @@ class WebhooksConfig(AppConfig):
         # learns which exception means "the task must stop now" (never an attempt's outcome).
         draining.publisher_set(tasks.drain_publish)
         transport.task_stop_set(*tasks.TASK_STOP)
-        # Directory writes record dsync.* events in the outbox, and the Directory shows where its changes
-        # feed stands; directories sits below webhooks.
+        # Directory writes record dsync.* events in the outbox, the Directory shows where its changes feed
+        # stands, and the deprovision guard records the events of the changes it applies; directories sits
+        # below webhooks.
         outbox.outbox_set(
             outbox.DirectoryOutbox(
                 event_record=services.directory_event_record,
                 events_delete=services.directory_events_delete,
                 feed_heads=feed.feed_head_pairs,
+                changes_record=services.events_record,
             )
         )

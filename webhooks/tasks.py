@@ -1,5 +1,5 @@
 """Celery tasks: thin shells over webhooks.services (and the SCIM activity sweep and
-purge of directories.activity), taking ids and bounded in time.
+purge of directories.activity, and the deprovision guard's purge), taking ids and bounded in time.
 
 The one module of webhooks that imports Celery (a contract in pyproject.toml). The tasks are shared tasks,
 bound to the project's Celery app (config.celery) when it loads them, so this app does not import the
@@ -16,6 +16,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 
 from directories.activity import services as activity
+from directories.guard import services as guard
 from webhooks import services
 from webhooks.services import draining
 
@@ -81,8 +82,14 @@ def webhook_events_sweep() -> dict[str, int]:
 @shared_task(name="webhooks.purge", ignore_result=True, time_limit=600)
 def webhook_deliveries_purge() -> dict[str, int]:
     result = services.deliveries_purge()
-    # The periodic purge keeps the SCIM request log to SCIM_LOG_RETENTION_DAYS too (contract §4.1).
-    return {"deliveries": result.deliveries, "events": result.events, "scim_requests": activity.scim_log_purge()}
+    # The periodic purge keeps the SCIM request log to SCIM_LOG_RETENTION_DAYS too (contract §4.1), and the
+    # deprovision guard's record of deprovisions to its longest window (contract §4.2).
+    return {
+        "deliveries": result.deliveries,
+        "events": result.events,
+        "scim_requests": activity.scim_log_purge(),
+        "deprovisions": guard.deprovisions_purge(),
+    }
 
 
 @shared_task(name="webhooks.ping", bind=True, ignore_result=True, time_limit=30)

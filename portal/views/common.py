@@ -62,5 +62,6 @@ def search_term(request: HttpRequest, name: str = "q") -> str:
 
 def form_error_from(form: Any, exc: ValidationFailed) -> None:
     """Show a service's validation message next to the field it names (or above the form)."""
-    field = exc.field if exc.field in form.fields else None
+    named = form.service_field(exc.field) if hasattr(form, "service_field") else exc.field
+    field = named if named in form.fields else None
     form.add_error(field, exc.message)

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from adminauth import services as admin_services
 from core.errors import RosterError, ValidationFailed
 from directories.activity.rendering import health_data, health_row
+from directories.guard.rules import guard_setting
 from directories.models import Directory, HealthState
 from directories.rendering import scim_endpoint, scim_oauth_data
 from directories.selectors import directory_get, directory_groups, directory_users
@@ -39,6 +40,7 @@ from portal.views.common import (
     paginate,
     search_term,
 )
+from portal.views.held_changes import guard_context
 from setuplinks.providers import PROVIDERS
 from setuplinks.selectors import setup_link_list
 
@@ -112,6 +114,7 @@ def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
             "oauth": scim_oauth_data(directory),
             "tab": "overview",
             **_health_context(directory),
+            **guard_context(directory),
         },
     )
 
@@ -140,6 +143,7 @@ def directory_edit(request: HttpRequest, directory_id: str) -> HttpResponse:
         "webhook_url": directory.webhook_url,
         "log_webhook_events": directory.log_webhook_events,
         "log_scim_requests": directory.log_scim_requests,
+        **DirectoryEditForm.guard_initial(guard_setting(directory.deprovision_guard)),
     }
     form = DirectoryEditForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():

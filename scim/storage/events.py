@@ -1,35 +1,19 @@
 """The webhook events of the SCIM writes (contract §5): what each one says, built from the rows as written.
 
 Both write strategies (scim.storage.locked, scim.storage.statements) build their events here and hand
-them to the outbox (webhooks.services), so a change says the same whichever path wrote it.
+them to the outbox (webhooks.services), so a change says the same whichever path wrote it. A user's own
+events (`user_event`, `user_updated`) are built by directories.rendering, which the deprovision guard also
+uses when it applies an approved change (directories.guard).
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from directories.models import Directory, DirectoryGroup, DirectoryUser
 from directories.rendering import group_data, previous_attributes, user_data
 from directories.selectors import user_groups_attach
 from webhooks.services.recording import EventSpec
-
-
-def user_event(directory: Directory, user: DirectoryUser) -> dict[str, Any]:
-    """The User of a user event: its roles need its groups, read only when the directory maps roles
-    (one query; the reads that brought the user along may have read them already)."""
-    if directory.role_map:
-        user_groups_attach(users=[user])
-    return user_data(user, directory=directory)
-
-
-def user_updated(directory: Directory, user: DirectoryUser, before: DirectoryUser) -> EventSpec:
-    """`user.updated` for `user` as changed, with its `previous_attributes` against `before`, a copy
-    taken before the change (`copy.copy`: the change sets new values, never edits the old ones). A
-    user write never changes the user's groups, so both renderings share them."""
-    data = user_event(directory, user)
-    before.member_of = user.member_of
-    return ("user.updated", data, previous_attributes(user_data(before, directory=directory), data))
 
 
 def group_updated(group: DirectoryGroup, before: DirectoryGroup) -> EventSpec:

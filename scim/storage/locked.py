@@ -20,18 +20,23 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from core.rows import RowReader, RowWriter
+from directories.guard.rules import guard_setting
+from directories.guard.selectors import held_deleted_ids, held_view, user_name_taken
+from directories.guard.services import change_hold, deprovision_admit
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
-from directories.rendering import group_data
+from directories.rendering import group_data, user_event, user_updated
 from scim.protocol.documents import MemberPlan
-from scim.protocol.errors import invalid_value, not_found
+from scim.protocol.errors import invalid_value, not_found, uniqueness
 from scim.protocol.versions import Precondition, require_version
 from scim.selectors import (
+    holds_changes,
     scim_directory_users_by_id,
     scim_group_get,
     scim_group_member_ids,
     scim_user_get,
+    scim_user_shown,
 )
-from scim.storage.events import group_updated, member_events, user_event, user_updated
+from scim.storage.events import group_updated, member_events
 from scim.storage.store import CHUNK, DocumentDialect, Events, GroupChange, Reads, UserChange
 from webhooks.services import events_record
 from webhooks.services.recording import EventSpec
@@ -41,9 +46,12 @@ _groups = RowWriter(DirectoryGroup)
 _member_users = RowReader(DirectoryUser)
 
 
-def require_users(wanted: list[uuid.UUID], users: dict[uuid.UUID, DirectoryUser]) -> None:
-    """400 unless every id in `wanted` is among `users` (the users of this directory that were found)."""
-    missing = [str(i) for i in wanted if i not in users]
+def require_users(directory: Directory, wanted: list[uuid.UUID], users: dict[uuid.UUID, DirectoryUser]) -> None:
+    """400 unless every id in `wanted` is among `users` (the users of this directory that were found) and,
+    while the directory holds changes, is not a user whose deletion is held: gone for the identity
+    provider, it cannot become a member (contract §4.2; docs/decisions.md)."""
+    gone = held_deleted_ids(directory=directory, user_ids=wanted) if holds_changes(directory) else set()
+    missing = [str(i) for i in wanted if i not in users or i in gone]
     if missing:
         shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
         raise invalid_value(f"Not a user of this directory: {shown}.")
@@ -158,16 +166,26 @@ class LockedStore:
         known: list[DirectoryUser] | None = None,
         if_match: Precondition | None = None,
     ) -> tuple[DirectoryUser, Events]:
-        # `known` is not used: the row is read again under its lock, so no write slips in between.
+        # The row is read again under its lock, so no write slips in between; of `known` only its groups are
+        # used (a user write never changes them), sparing the answer a read of them.
         with transaction.atomic():
             user = scim_user_get(directory=directory, user_id=user_id, for_update=True)
             if user is None:
                 raise not_found("User")
+            if known:
+                user.member_of = known[0].member_of
+            if user.held:
+                return _held_user_update(directory, user, change, if_match)
             require_version(if_match, user.updated_at)
             before = copy.copy(user)
             names = change(user)
             if names is None:
                 return user, []
+            if before.active and not user.active and guard_watches(directory):
+                _user_name_free(directory, before, user)
+                held = deprovision_admit(directory=directory, user=before, view=user)
+                if held is not None:
+                    return held_view(user=before, change=held), []  # answered as if applied
             _users.update(user, names)
             return user, events_record(directory=directory, events=[user_updated(directory, user, before)])
 
@@ -183,7 +201,15 @@ class LockedStore:
             user = scim_user_get(directory=directory, user_id=user_id, for_delete=True)
             if user is None:
                 raise not_found("User")
+            if user.held:
+                shown = _held_user_shown(user)
+                require_version(if_match, shown.updated_at)
+                change_hold(directory=directory, user=shown, view=None)
+                return []  # answered as if applied
             require_version(if_match, user.updated_at)
+            if user.active and guard_watches(directory):
+                if deprovision_admit(directory=directory, user=user, view=None) is not None:
+                    return []
             return _delete_with_memberships(directory, user, "user", ("user.deleted", user_event(directory, user)))
 
     # groups
@@ -231,13 +257,54 @@ class LockedStore:
             return _delete_with_memberships(directory, group, "group", ("group.deleted", group_data(group)))
 
 
+# --- the deprovision guard (contract §4.2) --------------------------------------------------------------
+
+
+def guard_watches(directory: Directory) -> bool:
+    """Whether a deprovision in this directory goes to the guard (its setting as read with the
+    authentication; the guard reads it again under the directory's lock)."""
+    return bool(guard_setting(directory.deprovision_guard)["enabled"])
+
+
+def _held_user_shown(user: DirectoryUser) -> DirectoryUser:
+    """The identity provider's view of a user with changes held (its row locked): 404 when that is a delete."""
+    shown = scim_user_shown(user)
+    if shown is None:
+        raise not_found("User")
+    return shown
+
+
+def _held_user_update(
+    directory: Directory, user: DirectoryUser, change: UserChange, if_match: Precondition | None
+) -> tuple[DirectoryUser, Events]:
+    """A change of a user with changes held: applied to the identity provider's view of it, and held
+    behind them when it changes that view (in order; it becomes the view). Answered as if applied."""
+    shown = _held_user_shown(user)
+    require_version(if_match, shown.updated_at)
+    before = copy.copy(shown)
+    if change(shown) is None:
+        return before, []
+    _user_name_free(directory, before, shown)
+    held = change_hold(directory=directory, user=before, view=shown)
+    return held_view(user=user, change=held), []
+
+
+def _user_name_free(directory: Directory, before: DirectoryUser, after: DirectoryUser) -> None:
+    """A held change that renames a user: 409 when another user has that userName (as the application or
+    the identity provider sees it). The database's constraint checks the rest when the change is applied."""
+    if after.user_name_key != before.user_name_key and user_name_taken(
+        directory=directory, key=after.user_name_key, user_id=before.id
+    ):
+        raise uniqueness("A user with this userName")
+
+
 def _members_apply(*, directory: Directory, group: DirectoryGroup, plan: MemberPlan) -> list[EventSpec]:
     """Apply a member plan under the group's row lock; returns the membership events."""
     if plan.empty:
         return []
     wanted = list(dict.fromkeys([*plan.referenced(), *plan.remove]))
     users = _users_for_members(directory=directory, user_ids=wanted)
-    require_users(plan.referenced(), users)
+    require_users(directory, plan.referenced(), users)
     if plan.replace_with is not None:
         # Replacing the whole list is the one member operation whose cost follows the group's size.
         current = set(scim_group_member_ids(group=group))

@@ -34,9 +34,9 @@ from django.utils import timezone
 from core.rows import Extra, RowReader, RowWriter, rows_cursor, statement_run
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.pages import UsersPage, directory_users_page, directory_users_total
-from directories.rendering import group_data
-from scim.selectors import FirstRead, scim_users_page, user_docs
-from scim.storage.events import members_adding, user_event, user_updated
+from directories.rendering import group_data, user_event, user_updated
+from scim.selectors import FirstRead, holds_changes, scim_users_page, user_docs
+from scim.storage.events import members_adding
 from scim.storage.query.documents import PostgresDocuments
 from scim.storage.store import Events
 from webhooks.services import PreparedEvents, events_prepare, events_written
@@ -123,9 +123,11 @@ def user_update_statement(
     *, directory: Directory, user: DirectoryUser, names: list[str], read_at: Any, before: DirectoryUser
 ) -> Events | None:
     """UPDATE the columns `names` (new values already set on `user`) and record `user.updated`, if the
-    row still has the `updated_at` it was read with (`read_at`). None when it has not. `before`: the
+    row still has the `updated_at` it was read with (`read_at`) and no change held. None when it has not. `before`: the
     user as read, before the change (its `previous_attributes`)."""
-    update, params = _users.update_sql(user, names, where=f"{_q('updated_at')} = %s")  # bumps updated_at
+    # Unless changes were held for the user since it was read (scim.storage.locked then holds this one too).
+    where = f"{_q('updated_at')} = %s AND NOT {_q('held')}"
+    update, params = _users.update_sql(user, names, where=where)  # bumps updated_at
     params.append(read_at)
     prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
     sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
@@ -137,11 +139,12 @@ def user_update_statement(
 
 def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Events | None:
     """DELETE the user and its memberships and record `user.deleted`, if the user is unchanged since it
-    was read. None when it changed or is gone, or when a membership of it was added meanwhile."""
+    was read and has no change held. None when it changed or is gone, when changes were held for it, or
+    when a membership of it was added meanwhile."""
     users, members = _q(DirectoryUser._meta.db_table), _q(GroupMembership._meta.db_table)
     change = (
         f"DELETE FROM {users} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
-        f"AND {_q('updated_at')} = %s RETURNING {_q('id')}"
+        f"AND {_q('updated_at')} = %s AND NOT {_q('held')} RETURNING {_q('id')}"
     )
     params: list[Any] = [user.id, directory.id, user.updated_at]
     # The memberships go in the same statement; one committed after this statement's snapshot would
@@ -269,13 +272,15 @@ class PostgresReads:
         groups: bool = False,
     ) -> tuple[int, list[DirectoryUser]]:
         reader = user_docs_groups if groups else user_docs
-        if condition is None and not order:
+        # While the directory holds changes, the identity provider's view is read (scim.selectors).
+        plain = condition is None and not holds_changes(directory)
+        if plain and not order:
             # Every user in (created, id) order: the constant-cost page (directories.pages).
             return directory_users_page(
                 directory_id=directory.id, start_index=start_index, count=count, reader=reader, page=page
             )
         # A sorted list of every user takes its total from the tally (a COUNT walks the whole directory).
-        total = directory_users_total(directory_id=directory.id) if condition is None else None
+        total = directory_users_total(directory_id=directory.id) if plain else None
         return scim_users_page(
             directory=directory,
             condition=condition,

@@ -3,9 +3,11 @@ are one SQL statement each, their events included (scim.storage.postgres writes 
 
 It holds the locked store of PostgreSQL (`locked`) and hands it, explicitly, every request it has no
 statement for: the reads, a conditional write (If-Match is checked under the row's lock), a group
-create with members, group replaces and renames, member removals, deletes of groups; and a request
-whose statement found the row changed since it was read. Kept for speed: bench/README.md, 'Code kept for
-speed', "Single-statement writes".
+create with members, group replaces and renames, member removals, deletes of groups, a deprovision while
+the deprovision guard is on and any write to a user with changes held (contract §4.2: the guard decides
+under the directory's lock); and a request whose statement found the row changed since it was read, or
+changes held for it meanwhile (the statements change a user only while its `held` is false). Kept for
+speed: bench/README.md, 'Code kept for speed', "Single-statement writes".
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from scim.protocol.documents import MemberPlan
 from scim.protocol.errors import not_found
 from scim.protocol.versions import Precondition
 from scim.selectors import scim_group_with_users, scim_user_get
-from scim.storage.locked import LockedStore, require_users
+from scim.storage.locked import LockedStore, guard_watches, require_users
 from scim.storage.store import DocumentDialect, Events, GroupChange, UserChange
 
 
@@ -60,11 +62,19 @@ class StatementStore:
             # A conditional write checks the version under the row's lock, in the same transaction.
             return self.locked.user_update(directory=directory, user_id=user_id, change=change, if_match=if_match)
         user = _user_unlocked(directory=directory, user_id=user_id, known=known)
+        if user.held:
+            # Changes are held for this user: its change is made on the identity provider's view, under locks.
+            return self.locked.user_update(directory=directory, user_id=user_id, change=change)
         read_at = user.updated_at
         before = copy.copy(user)
         names = change(user)
         if names is None:
             return user, []
+        if before.active and not user.active and guard_watches(directory):
+            # A deprovision: the guard counts it under the directory's lock, or holds it (contract §4.2). What
+            # was computed here is reused when the locked row is the one read; its groups come along.
+            reuse = _computed(change, read_at=read_at, computed=user, names=names)
+            return self.locked.user_update(directory=directory, user_id=user_id, change=reuse, known=[before])
         events = postgres.user_update_statement(
             directory=directory, user=user, names=names, read_at=read_at, before=before
         )
@@ -83,6 +93,10 @@ class StatementStore:
         if if_match is not None:
             return self.locked.user_delete(directory=directory, user_id=user_id, if_match=if_match)
         user = _user_unlocked(directory=directory, user_id=user_id, known=known)
+        if user.held or (user.active and guard_watches(directory)):
+            # A deprovision, or a user with changes held: the locked path, with the guard (contract §4.2). The
+            # usual clean-up, deleting a user deactivated before, stays one statement.
+            return self.locked.user_delete(directory=directory, user_id=user_id)
         events = postgres.user_delete_statement(directory=directory, user=user)
         if events is not None:
             return events
@@ -113,11 +127,25 @@ class StatementStore:
             and not plan.remove
             and list(dict.fromkeys(plan.add)) == user_ids
         ):
-            require_users(user_ids, users)
+            require_users(directory, user_ids, users)
             events = postgres.members_add_statement(directory=directory, group=group, users=users, user_ids=user_ids)
             if events is not None:
                 return group, events
         return self.locked.members_add(directory=directory, group_id=group_id, user_ids=user_ids, change=change)
+
+
+def _computed(change: UserChange, *, read_at: Any, computed: DirectoryUser, names: list[str]) -> UserChange:
+    """`change`, answered from what it already computed (`computed`, the columns `names`) when the row it is
+    given is still the one read (same `updated_at`: every write changes it), else run again."""
+
+    def apply(user: DirectoryUser) -> list[str] | None:
+        if user.updated_at != read_at or user.held:
+            return change(user)
+        for name in names:
+            setattr(user, name, getattr(computed, name))
+        return names
+
+    return apply
 
 
 def _user_unlocked(*, directory: Directory, user_id: Any, known: list[DirectoryUser] | None) -> DirectoryUser:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from bench import systems
 
 
@@ -45,3 +47,23 @@ def test_roster_starts_with_the_readme_s_production_commands() -> None:
         "--without-heartbeat",
     ]
     assert systems.web_command(systems.RosterOptions(port=9000, web_workers=3))[-2:] == ["--workers", "3"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_compare_s_roster_directory_counts_deprovisions_without_holding_them(live_server, settings) -> None:  # noqa: ANN001
+    """The benchmark deprovisions a tenth of its directory: its guard stays on, set to count (max_percent 100)."""
+    from urllib.parse import urlsplit
+
+    from bench.systems import System, roster_directory_create
+    from directories.models import Directory
+    from tests.conftest import API_KEY
+
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    port = urlsplit(live_server.url).port
+    system = System("roster", port, API_KEY, page_size=100, totals_capped=False, webhook_scheme="roster")
+    scim_path, secret = roster_directory_create(
+        system, tag="guard", webhook_url="http://127.0.0.1:9/hook", webhook_secret="whsec-bench-0123456789abcdef"
+    )
+    directory = Directory.objects.get(pk=scim_path.rpartition("/")[2])
+    assert directory.scim_secret == secret
+    assert directory.deprovision_guard == {"enabled": True, "max_users": 10, "max_percent": 100, "window_minutes": 60}

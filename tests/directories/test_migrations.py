@@ -40,3 +40,30 @@ def test_email_keys_and_comparison_documents_are_filled_for_existing_rows() -> N
     assert new.get_model("directories", "Directory").objects.get().attribute_map == {}
     executor.loader.build_graph()  # leave the database at the latest state for the next tests
     MigrationExecutor(connection).migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_directories_get_the_deprovision_guards_defaults() -> None:
+    """Migration 0008: every directory stored before it has the guard on with the defaults, nothing held."""
+    before = [("directories", "0006_drop_redundant_fk_indexes")]
+    after = [("directories", "0008_deprovision_guard")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    directory = old.get_model("directories", "Directory").objects.create(
+        name="Old", tenant="acme", product="crm", scim_secret="s"
+    )
+    old.get_model("directories", "DirectoryUser").objects.create(
+        directory=directory, user_name="ann@x.io", user_name_key="ann@x.io", raw={"userName": "ann@x.io"}
+    )
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+    migrated = new.get_model("directories", "Directory").objects.get()
+    assert migrated.deprovision_guard == {"enabled": True, "max_users": 10, "max_percent": 20, "window_minutes": 60}
+    assert migrated.guard_tripped_at is None and migrated.guard_armed_at is None
+    assert new.get_model("directories", "DirectoryUser").objects.get().held is False
+    # The view of the identity provider's users shows the user as its row.
+    assert new.get_model("directories", "ScimUser").objects.get().user_name == "ann@x.io"
+    executor.loader.build_graph()
+    MigrationExecutor(connection).migrate(executor.loader.graph.leaf_nodes())

@@ -184,3 +184,33 @@ def _closed_port() -> int:
     from tests.webhooks.conftest import closed_port
 
     return closed_port()
+
+
+def _tripped_directory() -> Any:
+    """A directory whose deprovision guard holds one deletion (max_users 1: the first went through)."""
+    from directories.services import directory_create
+    from tests.scim.conftest import Scim
+    from tests.scim.guardkit import guard_set, users_make
+
+    directory = guard_set(
+        directory_create(data={"tenant": "acme", "product": "crm", "name": "Acme"}), max_users=1, max_percent=1
+    )
+    scim = Scim(directory)
+    ids = users_make(scim, 3)
+    scim.delete(f"/Users/{ids[0]}")
+    scim.delete(f"/Users/{ids[1]}")
+    directory.refresh_from_db()
+    return directory
+
+
+def test_a_tripped_deprovision_guard_is_a_warning_naming_the_directory(production: Any) -> None:
+    code, lines = doctor()
+    assert line(lines, "guard").startswith("ok") and "no directory holds changes" in line(lines, "guard")
+    production.ALLOWED_HOSTS = ["testserver"]  # the SCIM requests of the test client
+    directory = _tripped_directory()
+    production.ALLOWED_HOSTS = ["roster.example.com"]
+    code, lines = doctor()
+    assert code == 0, lines  # not a fault of the deployment: someone has to look
+    found = line(lines, "guard")
+    assert found.startswith("warn") and str(directory.id) in found and "1 held" in found
+    assert "manage.py directories held" in "\n".join(lines)

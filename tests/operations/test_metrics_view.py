@@ -176,3 +176,18 @@ def test_no_secret_email_or_user_name_is_ever_a_label_value(
     text = Client(HTTP_AUTHORIZATION=f"Bearer {TOKEN}").get("/metrics").content.decode()
     for canary in ("canary", "example.com", directory_a.scim_secret, str(directory_a.id), TOKEN, "test-env-api-key"):
         assert canary not in text, canary
+
+
+def test_directories_with_a_tripped_guard_are_read_at_scrape_time(token: str, db: Any) -> None:
+    from directories.services import directory_create
+    from tests.scim.guardkit import guard_set, users_make
+
+    assert value(scrape(), "roster_guard_tripped_directories") == 0
+    directory = guard_set(directory_create(data={"tenant": "acme", "product": "crm"}), max_users=1, max_percent=1)
+    scim = Scim(directory)
+    ids = users_make(scim, 4)
+    for user_id in ids:
+        scim.delete(f"/Users/{user_id}")
+    got = scrape()
+    assert value(got, "roster_guard_tripped_directories") == 1
+    assert value(got, "roster_guard_held_changes") == 3

@@ -162,12 +162,14 @@ def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_cl
     suffixes += ["/{directory_id}/changes", "/{directory_id}/changes/resend"]
     suffixes += ["/{directory_id}/setup-links", "/{directory_id}/setup-links/{link_id}"]
     suffixes += ["/{directory_id}/scim-oauth-secret"]
+    suffixes += ["/{directory_id}/held-changes", "/{directory_id}/held-changes/approve"]
+    suffixes += ["/{directory_id}/held-changes/discard"]
     for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
         for suffix in suffixes:
             assert prefix + suffix in doc["paths"], prefix + suffix
     assert "get" in doc["paths"]["/api/v1/schema"]
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
-    assert len(ids) == len(set(ids)) == 41
+    assert len(ids) == len(set(ids)) == 47
     assert doc["paths"]["/api/v1/dsync/users"]["get"]["operationId"] == "users_list_dsync"
 
 

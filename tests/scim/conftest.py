@@ -278,3 +278,16 @@ def oauth_a(directory_a: Directory) -> OAuth:
 @pytest.fixture
 def oauth_b(directory_b: Directory) -> OAuth:
     return oauth_on(directory_b)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The deprovision guard's clock, moved by hand (tests.scim.guardkit.Clock)."""
+    from django.utils import timezone
+
+    from directories.guard import rules
+    from tests.scim.guardkit import Clock
+
+    moved = Clock(timezone.now())
+    monkeypatch.setattr(rules, "now", moved)
+    return moved

@@ -23,6 +23,7 @@ from scim.api import scim_request
 from scim.storage import postgres
 from scim.storage.statements import StatementStore
 from tests.scim.conftest import Scim, group_body, user_body
+from tests.scim.guardkit import DEACTIVATE_OKTA, guard_set
 from webhooks.models import EventSequence, WebhookEvent
 from webhooks.services import draining
 
@@ -126,6 +127,9 @@ def test_group_create_with_members_takes_the_locked_path(scim_hooked: Scim, kick
 
 
 def test_user_patch_is_read_plus_one_conditional_statement(scim_hooked: Scim, kicks: list) -> None:
+    # With the deprovision guard on, a deactivation is a deprovision, counted on the locked path (below); with
+    # it off, a PATCH like any other.
+    guard_set(scim_hooked.directory, enabled=False)
     _, created = scim_hooked.post("/Users", user_body("dee@x.io"))
     before = DirectoryUser.objects.get(pk=created["id"]).updated_at
     (status, body), queries = _count(
@@ -203,6 +207,7 @@ def test_user_changed_between_read_and_write_is_redone_under_the_lock(
 
 
 def test_user_delete_removes_memberships_and_records_the_event(scim_hooked: Scim, kicks: list) -> None:
+    guard_set(scim_hooked.directory, enabled=False)  # deleting an active user is a deprovision (below)
     _, user = scim_hooked.post("/Users", user_body("gus@x.io"))
     _, group = scim_hooked.post("/Groups", group_body("G", members=[user["id"]]))
     (status, _), queries = _count(lambda: scim_hooked.delete(f"/Users/{user['id']}"))
@@ -217,6 +222,7 @@ def test_user_delete_removes_memberships_and_records_the_event(scim_hooked: Scim
 def test_user_delete_falls_back_when_the_user_changed(
     scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    guard_set(scim_hooked.directory, enabled=False)  # deleting an active user is a deprovision (below)
     _, user = scim_hooked.post("/Users", user_body("hal@x.io"))
     outcomes = _meanwhile(
         monkeypatch,
@@ -231,6 +237,36 @@ def test_user_delete_falls_back_when_the_user_changed(
     event_type, data = _events(scim_hooked.directory)[-1]
     assert event_type == "user.deleted" and data["first_name"] == "Renamed"
     assert [t for t, _ in _events(scim_hooked.directory)].count("user.deleted") == 1
+
+
+def test_deleting_a_deactivated_user_stays_one_statement_with_the_guard_on(scim_hooked: Scim, kicks: list) -> None:
+    _, user = scim_hooked.post("/Users", user_body("ivy@x.io"))
+    assert scim_hooked.patch(f"/Users/{user['id']}", DEACTIVATE_OKTA)[0] == 200
+    (status, _), queries = _count(lambda: scim_hooked.delete(f"/Users/{user['id']}"))
+    assert status == 204 and queries == 2  # the usual clean-up after a deactivation: not a deprovision
+    assert not DirectoryUser.objects.filter(pk=user["id"]).exists()
+
+
+def test_a_deprovision_with_the_guard_on_takes_the_locked_path_at_a_fixed_cost(scim_hooked: Scim, kicks: list) -> None:
+    """Authentication with the user's row, then one transaction: the user's lock, the directory's lock, the
+    window's count, its record, the write and its event (the active users are counted only near a limit)."""
+    ids = [scim_hooked.post("/Users", user_body(f"d{i}@x.io"))[1]["id"] for i in range(4)]
+    counts = []
+    for user_id in ids[:2]:
+        (status, _), queries = _count(lambda user_id=user_id: scim_hooked.patch(f"/Users/{user_id}", DEACTIVATE_OKTA))
+        assert status == 200
+        counts.append(queries)
+    for user_id in ids[2:]:
+        (status, _), queries = _count(lambda user_id=user_id: scim_hooked.delete(f"/Users/{user_id}"))
+        assert status == 204
+        counts.append(queries)
+    assert counts[0] == counts[1] and counts[2] == counts[3] and max(counts) <= 10, counts  # none grows
+    assert [t for t, _ in _events(scim_hooked.directory)][-4:] == [
+        "user.updated",
+        "user.updated",
+        "user.deleted",
+        "user.deleted",
+    ]
 
 
 def _add(scim: Scim, group_id: str, *user_ids: str) -> Any:

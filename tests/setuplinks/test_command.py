@@ -104,4 +104,5 @@ def test_the_subcommands_are_listed_in_the_commands_help() -> None:
         env={"DJANGO_SETTINGS_MODULE": "config.settings_test", "PATH": "/usr/bin:/bin"},
         check=True,
     )
-    assert "{list,show,export,setup-link,setup-links,setup-link-revoke}" in done.stdout
+    # `held` is the deprovision guard's (adminauth), handed down before setup links' (INSTALLED_APPS order).
+    assert "{list,show,export,held,setup-link,setup-links,setup-link-revoke}" in done.stdout

@@ -24,8 +24,13 @@ from directories.models import Directory
 from webhooks.services.outbox import PreparedEvents
 
 # An event to record: (event_type, data), or (event_type, data, previous_attributes) for `user.updated`
-# and `group.updated` (contract §5.1).
-EventSpec = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], dict[str, Any]]
+# and `group.updated` (contract §5.1), or (event_type, data, previous_attributes or None, more) where `more`
+# holds further top-level fields of the payload (an approved held change's `held_since`, contract §4.2).
+EventSpec = (
+    tuple[str, dict[str, Any]]
+    | tuple[str, dict[str, Any], dict[str, Any]]
+    | tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any]]
+)
 
 
 def event_payload(
@@ -35,10 +40,11 @@ def event_payload(
     data: dict[str, Any],
     numbered: bool = False,
     previous_attributes: dict[str, Any] | None = None,
+    more: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The contract §5 payload. A directory's own event is `numbered`: its "sequence" is filled in as it
     is recorded (PreparedEvents); dsync.* events have none. `previous_attributes` (user.updated and
-    group.updated, contract §5.1) goes after `data`, beside it."""
+    group.updated, contract §5.1) goes after `data`, beside it, and `more` after that."""
     head = {"id": str(uuid.uuid4()), "event": event_type, "created_at": iso_utc(datetime.now(UTC))}
     if numbered:
         head["sequence"] = None
@@ -50,6 +56,8 @@ def event_payload(
     }
     if previous_attributes is not None:
         payload["previous_attributes"] = previous_attributes  # beside `data`, not inside it
+    if more:
+        payload.update(more)
     return payload
 
 
@@ -101,9 +109,10 @@ def events_prepare(*, directory: Directory, events: list[EventSpec]) -> Prepared
                 event_type=event_type,
                 data=data,
                 numbered=True,
-                previous_attributes=previous[0] if previous else None,
+                previous_attributes=rest[0] if rest else None,
+                more=rest[1] if len(rest) > 1 else None,
             )
-            for event_type, data, *previous in events
+            for event_type, data, *rest in events
         ],
     )
 

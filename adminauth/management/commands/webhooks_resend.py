@@ -8,12 +8,12 @@ package sits below it and cannot.
 
 from __future__ import annotations
 
-import getpass
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from adminauth.commands import os_user
 from adminauth.resends import changes_resend_audited
 from core.errors import RosterError
 from directories.selectors import directory_get
@@ -28,13 +28,6 @@ def _number(raw: str | None) -> Any:
         return None
     text = raw.strip()
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else text
-
-
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
-        return "unknown"
 
 
 class Command(BaseCommand):
@@ -66,7 +59,7 @@ class Command(BaseCommand):
             raise CommandError("Give --from A [--to B] or --event-id ID.")
         if event_ids is None and last is None:
             last = resend_range_end(first, event_sequence_last(directory=directory))
-        user = _os_user()
+        user = os_user()
         try:
             queued = changes_resend_audited(
                 directory=directory,

@@ -22,6 +22,9 @@ from tqdm import tqdm
 
 from core.text import text_problem
 from core.timefmt import iso_utc_or_none
+from directories.guard.rendering import guard_state
+from directories.guard.rules import guard_setting
+from directories.guard.selectors import guard_facts
 from directories.models import Directory
 from directories.rendering import group_with_members_data, scim_endpoint, users_data
 from directories.selectors import (
@@ -123,6 +126,7 @@ class Command(BaseCommand):
             ("scim endpoint", scim_endpoint(directory)),
             ("webhook", directory.webhook_url or "none"),
             ("delivery log", "on" if directory.log_webhook_events else "off"),
+            ("guard", _guard_line(directory)),
             ("users", str(directory_users(directory=directory).count())),
             ("groups", str(directory_groups(directory=directory).count())),
             ("created", iso_utc_or_none(directory.created_at) or "-"),
@@ -162,6 +166,15 @@ class Command(BaseCommand):
         where = output or "standard output"
         summary = f"Exported {counts['user']} users and {counts['group']} groups of {directory.id} to {where}."
         self.stderr.write(summary, style_func=str)  # information, not the error colour of stderr
+
+
+def _guard_line(directory: Directory) -> str:
+    """The deprovision guard's state, its limits and what it holds (`directories held <id>` lists them)."""
+    setting = guard_setting(directory.deprovision_guard)
+    facts = guard_facts([directory])[directory.id]
+    limits = f"{setting['max_users']} users and {setting['max_percent']} % in {setting['window_minutes']} min"
+    held = f"; {facts.held} held (see `directories held {directory.id}`)" if facts.held else ""
+    return f"deprovision guard {guard_state(directory)} (limits: {limits}){held}"
 
 
 def table_lines(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:

@@ -32,6 +32,7 @@ METHODS = {
     "directories_delete": "directories.delete",
     "directories_scim_secret_rotate": "directories.rotate_scim_secret",
     "directories_previous_scim_secret_revoke": "directories.revoke_previous_scim_secret",
+    "directories_scim_oauth_secret_rotate": "directories.rotate_scim_oauth_secret",
     "directory_events_list": "directories.deliveries",
     "directory_scim_requests_list": "directories.scim_requests",
     "users_list": "users.list",
@@ -41,7 +42,17 @@ METHODS = {
     "groups_get": "groups.get",
     "directory_changes_list": "changes.page",
     "directory_changes_resend": "changes.resend",
+    "directory_setup_links_create": "setup_links.create",
+    "directory_setup_links_list": "setup_links.list",
+    "directory_setup_link_revoke": "setup_links.revoke",
+    "directory_held_changes_list": "held_changes.list",
+    "directory_held_changes_approve": "held_changes.approve",
+    "directory_held_changes_discard": "held_changes.discard",
 }
+
+
+def _camel(name: str) -> str:
+    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
 
 
 def _operation_ids(document: dict) -> set[str]:
@@ -75,9 +86,8 @@ def test_every_operation_has_a_method_in_both_libraries() -> None:
     for operation, method in METHODS.items():
         namespace, name = method.split(".")
         assert callable(getattr(getattr(roster, namespace), name, None)), (operation, method)
-        camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
-        assert re.search(rf"^\s+(async )?{camel}\(", sources, re.M), (operation, camel)
-        assert re.search(rf"readonly {namespace}: ", sources), namespace
+        assert re.search(rf"^\s+(async )?{_camel(name)}\(", sources, re.M), (operation, _camel(name))
+        assert re.search(rf"readonly {_camel(namespace)}: ", sources), namespace
 
 
 def test_both_libraries_carry_rosters_version() -> None:

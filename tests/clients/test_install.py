@@ -29,6 +29,9 @@ from roster_client import Roster, verify_webhook, WebhookVerificationError, Rost
 roster = Roster()
 d = roster.directories.create(name="Installed", tenant=sys.argv[1], product=sys.argv[2], type="okta-scim-v2")
 listed = [x.id for x in roster.directories.list(tenant=sys.argv[1], product=sys.argv[2])]
+link = roster.setup_links.create(d.id, expires_in=3600)
+links = [x.id for x in roster.setup_links.list(d.id)] == [link.id] and "/setup/" in link.url
+held = list(roster.held_changes.list(d.id)) == [] and roster.held_changes.discard(d.id).discarded == 0
 body, header = sys.argv[3].encode(), sys.argv[4]
 event = verify_webhook(body=body, signature=header, secret=sys.argv[5])
 try:
@@ -37,7 +40,7 @@ try:
 except WebhookVerificationError:
     refused = True
 print(json.dumps({"version": __version__, "listed": listed == [d.id], "event": event.id, "refused": refused,
-                  "python": list(sys.version_info[:2])}))
+                  "links": links, "held": held, "python": list(sys.version_info[:2])}))
 """
 
 NODE_SCRIPT = """
@@ -46,11 +49,16 @@ const [tenant, product, body, header, secret] = process.argv.slice(2);
 const roster = new Roster();
 const d = await roster.directories.create({ name: "Installed", tenant, product, type: "okta-scim-v2" });
 const listed = (await roster.directories.list({ tenant, product }).toArray()).map((x) => x.id);
+const link = await roster.setupLinks.create(d.id, { expiresIn: 3600 });
+const linkIds = (await roster.setupLinks.list(d.id).toArray()).map((x) => x.id);
+const links = linkIds.length === 1 && linkIds[0] === link.id && link.url.includes("/setup/");
+const held = (await roster.heldChanges.list(d.id).toArray()).length === 0
+  && (await roster.heldChanges.discard(d.id)).discarded === 0;
 const event = await verifyWebhook({ body, signature: header, secret });
 const refused = await verifyWebhook({ body: body + " ", signature: header, secret }).then(
   () => false, (error) => error instanceof WebhookVerificationError);
 const one = listed.length === 1 && listed[0] === d.id;
-console.log(JSON.stringify({ version: VERSION, listed: one, event: event.id, refused }));
+console.log(JSON.stringify({ version: VERSION, listed: one, event: event.id, refused, links, held }));
 """
 
 TYPED_USE = """
@@ -116,6 +124,7 @@ def test_pip_install_from_the_repository_into_a_fresh_virtualenv(
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["listed"] and result["refused"] and result["event"] == "e-1"
+    assert result["links"] and result["held"]
     expected = subprocess.run([python, "-c", "import sys; print(list(sys.version_info[:2]))"], capture_output=True)
     assert result["python"] == json.loads(expected.stdout)
     assert (
@@ -152,7 +161,8 @@ def test_npm_install_from_a_fresh_clone_into_a_fresh_folder(live_roster: LiveRos
     )
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
-    assert result == {"version": "1.0.0", "listed": True, "event": "e-1", "refused": True}
+    expected = {"version": "1.0.0", "listed": True, "event": "e-1", "refused": True, "links": True, "held": True}
+    assert result == expected
 
     # Its type declarations serve a TypeScript application (the compiler the repository pins).
     (app / "use.ts").write_text(TYPED_USE)

@@ -1,4 +1,4 @@
-"""`Roster`: the client, and its directories, users and groups.
+"""`Roster`: the client, and its directories, users and groups (setup links and held changes: directory_admin.py).
 
 Every method is one request (lists: one per page, as they are read), through the one transport
 (`_http.py`: the API key, errors, retries on 429/503). Results are the dataclasses generated from Roster's
@@ -19,6 +19,7 @@ import httpx
 from roster_client._generated.models import Delivery, Directory, Group, GroupDetail, ScimRequest, User
 from roster_client._http import Namespace, Transport, segment
 from roster_client.changes import Changes
+from roster_client.directory_admin import HeldChanges, SetupLinks
 from roster_client.paging import Paged, paged
 
 BASE = "/api/v1/directory-sync"
@@ -82,9 +83,13 @@ class Directories(Namespace):
         deactivated: Any = UNSET,
         attribute_map: Any = UNSET,
         role_map: Any = UNSET,
+        deprovision_guard: Any = UNSET,
+        static_secret_enabled: Any = UNSET,
     ) -> Directory:
         """Change the given fields only. `webhook_url=None` removes the webhook; `attribute_map=None` or `{}`
-        clears the map (a map given replaces the whole map)."""
+        clears the map (a map given replaces the whole map). `deprovision_guard` is merged into the current
+        setting (e.g. `{"max_users": 25}`); `static_secret_enabled=False` leaves OAuth access tokens as the
+        only way into the SCIM endpoint (a ConflictError while OAuth has no client secret)."""
         body = _given(
             {
                 "name": name,
@@ -95,6 +100,8 @@ class Directories(Namespace):
                 "deactivated": deactivated,
                 "attribute_map": attribute_map,
                 "role_map": role_map,
+                "deprovision_guard": deprovision_guard,
+                "static_secret_enabled": static_secret_enabled,
             }
         )
         answer = self._t.call("PATCH", f"{BASE}/{segment(directory_id)}", body=body)
@@ -114,6 +121,12 @@ class Directories(Namespace):
     def revoke_previous_scim_secret(self, directory_id: str) -> Directory:
         """End the grace a rotation gave the previous SCIM secret, now."""
         answer = self._t.call("DELETE", f"{BASE}/{segment(directory_id)}/scim-secret/previous")
+        return Directory.from_dict(answer.body["data"])
+
+    def rotate_scim_oauth_secret(self, directory_id: str) -> Directory:
+        """A new OAuth client secret for the SCIM endpoint (in the answer's `scim.oauth.client_secret`, only
+        there); access tokens issued with the previous one stop working at once."""
+        answer = self._t.call("POST", f"{BASE}/{segment(directory_id)}/scim-oauth-secret")
         return Directory.from_dict(answer.body["data"])
 
     def deliveries(
@@ -223,6 +236,8 @@ class Roster:
         self.users = Users(self._transport)
         self.groups = Groups(self._transport)
         self.changes = Changes(self._transport, sleep=sleep)
+        self.setup_links = SetupLinks(self._transport)
+        self.held_changes = HeldChanges(self._transport)
 
     @property
     def base_url(self) -> str:

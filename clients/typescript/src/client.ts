@@ -1,5 +1,5 @@
 /**
- * `Roster`: the client, and its directories, users and groups.
+ * `Roster`: the client, and its directories, users and groups (setup links and held changes: directoryAdmin.ts).
  *
  * Every method is one request (lists: one per page, as they are read), through the one transport (http.ts:
  * the API key, errors, retries on 429/503). Results are Roster's JSON objects, typed from its OpenAPI
@@ -8,6 +8,7 @@
  */
 
 import { Changes } from "./changes.js";
+import { HeldChanges, SetupLinks } from "./directoryAdmin.js";
 import { type Fetch, type QueryValue, type Sleep, Transport, segment } from "./http.js";
 import { Paged } from "./paging.js";
 import type { Delivery, Directory, DirectoryType, Group, GroupDetail, ScimRequest, User } from "./types.js";
@@ -25,8 +26,21 @@ export interface DirectoryCreate {
   logScimRequests?: boolean | null;
 }
 
+/** A partial deprovision guard setting, merged into the directory's current one. */
+export interface DeprovisionGuardUpdate {
+  enabled?: boolean;
+  /** At least 1. */
+  maxUsers?: number;
+  /** 1 to 100 (100: counted, never held). */
+  maxPercent?: number;
+  /** 1 to 10080 (7 days). */
+  windowMinutes?: number;
+}
+
 /** The fields to change; one left out stays as it is. `webhookUrl: null` removes the webhook;
- * `attributeMap: null` or `{}` clears the map (a map given replaces the whole map). */
+ * `attributeMap: null` or `{}` clears the map (a map given replaces the whole map). `staticSecretEnabled: false`
+ * leaves OAuth access tokens as the only way into the SCIM endpoint (a ConflictError while OAuth has no
+ * client secret). */
 export interface DirectoryUpdate {
   name?: string;
   webhookUrl?: string | null;
@@ -36,6 +50,8 @@ export interface DirectoryUpdate {
   deactivated?: boolean;
   attributeMap?: Record<string, string> | null;
   roleMap?: Record<string, string> | null;
+  deprovisionGuard?: DeprovisionGuardUpdate;
+  staticSecretEnabled?: boolean;
 }
 
 export interface TenantProduct {
@@ -94,7 +110,9 @@ export class Directories {
   }
 
   async update(directoryId: string, changes: DirectoryUpdate): Promise<Directory> {
-    const body = wireBody(changes);
+    const { deprovisionGuard, ...fields } = changes;
+    const body = wireBody(fields);
+    if (deprovisionGuard !== undefined) body.deprovision_guard = wireBody(deprovisionGuard);
     return (await this.transport.call("PATCH", `${BASE}/${segment(directoryId)}`, { body })).data as Directory;
   }
 
@@ -113,6 +131,13 @@ export class Directories {
   async revokePreviousScimSecret(directoryId: string): Promise<Directory> {
     const path = `${BASE}/${segment(directoryId)}/scim-secret/previous`;
     return (await this.transport.call("DELETE", path)).data as Directory;
+  }
+
+  /** A new OAuth client secret for the SCIM endpoint (in `scim.oauth.client_secret`, only in this answer);
+   * access tokens issued with the previous one stop working at once. */
+  async rotateScimOauthSecret(directoryId: string): Promise<Directory> {
+    const path = `${BASE}/${segment(directoryId)}/scim-oauth-secret`;
+    return (await this.transport.call("POST", path)).data as Directory;
   }
 
   /** The webhook delivery log (kept while `log_webhook_events` is on), oldest first. */
@@ -191,6 +216,8 @@ export class Roster {
   readonly users: Users;
   readonly groups: Groups;
   readonly changes: Changes;
+  readonly setupLinks: SetupLinks;
+  readonly heldChanges: HeldChanges;
   readonly baseUrl: string;
 
   constructor(options: RosterOptions = {}) {
@@ -209,5 +236,7 @@ export class Roster {
     this.users = new Users(transport);
     this.groups = new Groups(transport);
     this.changes = new Changes(transport, sleep);
+    this.setupLinks = new SetupLinks(transport);
+    this.heldChanges = new HeldChanges(transport);
   }
 }

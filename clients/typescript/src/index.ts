@@ -8,6 +8,7 @@
 
 export { Roster } from "./client.js";
 export type {
+  DeprovisionGuardUpdate,
   DirectoryCreate,
   DirectoryUpdate,
   GroupFilters,
@@ -19,6 +20,8 @@ export type {
 } from "./client.js";
 export { Directories, Groups, Users } from "./client.js";
 export { Changes } from "./changes.js";
+export { HeldChanges, SetupLinks } from "./directoryAdmin.js";
+export type { SetupLinkCreate } from "./directoryAdmin.js";
 export type { FeedPosition, FollowOptions, ResendSelection } from "./changes.js";
 export {
   AuthenticationError,
@@ -35,18 +38,26 @@ export type { Fetch, Sleep } from "./http.js";
 export { retryAfterSeconds } from "./http.js";
 export { Paged } from "./paging.js";
 export type {
+  ApprovedResult,
   Change,
   ChangeDelivery,
+  DeprovisionGuardSetting,
   Delivery,
   Directory,
   DirectoryType,
+  DiscardedResult,
   EventType,
   EventsSummary,
   Group,
   GroupDetail,
+  Guard,
+  HeldChange,
   Member,
+  NewSetupLink,
   ResendResult,
+  ScimOAuthInfo,
   ScimRequest,
+  SetupLink,
   User,
   WebhookEvent,
 } from "./types.js";

@@ -18,6 +18,14 @@ export type EventsSummary = Schemas["EventsSummary"];
 export type Delivery = Schemas["Delivery"];
 export type ScimRequest = Schemas["ScimRequest"];
 export type ResendResult = Schemas["ResendResult"];
+export type SetupLink = Schemas["SetupLink"];
+export type NewSetupLink = Schemas["NewSetupLink"];
+export type HeldChange = Schemas["HeldChange"];
+export type ApprovedResult = Schemas["ApprovedResult"];
+export type DiscardedResult = Schemas["DiscardedResult"];
+export type Guard = Schemas["Guard"];
+export type DeprovisionGuardSetting = Schemas["DeprovisionGuardSetting"];
+export type ScimOAuthInfo = Schemas["ScimOAuthInfo"];
 export type DirectoryType = Schemas["TypeEnum"];
 export type EventType = Schemas["EventEnum"];
 

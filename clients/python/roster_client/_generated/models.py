@@ -8,6 +8,15 @@ from typing import Any, Literal, Optional
 from roster_client._compat import TypeAlias
 from roster_client._results import Result
 
+
+@dataclass
+class ApprovedResult(Result):
+    approved: int
+    """
+    Held changes applied, in the order they were held.
+    """
+
+
 ChangeDeliveryStatusEnum: TypeAlias = Literal["pending", "sending", "delivered", "failed", "dropped"]
 """
 * `pending` - pending
@@ -15,6 +24,14 @@ ChangeDeliveryStatusEnum: TypeAlias = Literal["pending", "sending", "delivered",
 * `delivered` - delivered
 * `failed` - failed
 * `dropped` - dropped
+"""
+
+
+ChangeEnum: TypeAlias = Literal["deactivate", "delete", "update"]
+"""
+* `deactivate` - deactivate
+* `delete` - delete
+* `update` - update
 """
 
 
@@ -32,6 +49,34 @@ DeliveryStatusEnum: TypeAlias = Literal["delivered", "failed"]
 * `delivered` - delivered
 * `failed` - failed
 """
+
+
+@dataclass
+class DeprovisionGuardSetting(Result):
+    enabled: bool
+    """
+    Whether deprovisions are counted and, past the limits, held.
+    """
+    max_percent: int
+    """
+    Percentage of the users active at the window's start it may take out. Default 20.
+    """
+    max_users: int
+    """
+    Deprovisions a window may hold before the guard can trip. Default 10.
+    """
+    window_minutes: int
+    """
+    The sliding window, in minutes. Default 60.
+    """
+
+
+@dataclass
+class DiscardedResult(Result):
+    discarded: int
+    """
+    Held changes dropped.
+    """
 
 
 @dataclass
@@ -92,6 +137,78 @@ class GroupListEnvelope(Result):
     """
 
 
+GuardStateEnum: TypeAlias = Literal["armed", "tripped", "off"]
+"""
+* `armed` - armed
+* `tripped` - tripped
+* `off` - off
+"""
+
+
+HealthStateEnum: TypeAlias = Literal["deactivated", "invalid_credentials", "failing", "silent", "healthy", "never_connected"]
+"""
+* `deactivated` - deactivated
+* `invalid_credentials` - invalid_credentials
+* `failing` - failing
+* `silent` - silent
+* `healthy` - healthy
+* `never_connected` - never_connected
+"""
+
+
+@dataclass
+class HeldApprovedEnvelope(Result):
+    data: ApprovedResult
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class HeldChange(Result):
+    change: ChangeEnum
+    """
+    deactivate: active true to false; delete: the user deleted; update: any other change of a user with changes held before it.
+
+    * `deactivate` - deactivate
+    * `delete` - delete
+    * `update` - update
+    """
+    held_at: str
+    """
+    When the identity provider's request was held.
+    """
+    id: str
+    scim_request_id: Optional[str]
+    """
+    The request id of the SCIM request (its X-Request-Id and its request log entry).
+    """
+    user_id: str
+    user_name: str
+    """
+    The user's userName as the identity provider last sent it.
+    """
+
+
+@dataclass
+class HeldChangeListEnvelope(Result):
+    data: list[HeldChange]
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class HeldDiscardedEnvelope(Result):
+    data: DiscardedResult
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
 @dataclass
 class Member(Result):
     group_id: str
@@ -107,27 +224,26 @@ class ResendResult(Result):
 
 
 @dataclass
-class ScimInfo(Result):
-    endpoint: str
+class ScimOAuthInfo(Result):
+    client_id: str
     """
-    EXTERNAL_URL + path (+ ?aadOptscim062020 for azure-scim-v2).
+    The OAuth client's id: the directory's id.
     """
-    last_used_at: Optional[str]
+    client_secret_created_at: Optional[str]
     """
-    The current secret's last use by a SCIM request (may lag up to a minute).
+    When the current client secret was made (null: none yet, OAuth is off).
     """
-    path: str
-    previous_secret_expires_at: Optional[str]
+    enabled: bool
     """
-    Until when the secret before the last rotation still works (null: it does not).
+    The client has a secret, so the token endpoint issues access tokens (POST .../scim-oauth-secret).
     """
-    previous_secret_last_used_at: Optional[str]
+    token_endpoint: str
     """
-    The previous secret's last use while a rotation kept it working.
+    Where the identity provider posts grant_type=client_credentials: <SCIM endpoint>/oauth/token.
     """
-    secret: str
+    client_secret: Optional[str] = None
     """
-    Bearer token the identity provider sends.
+    Only in the answer of POST .../scim-oauth-secret, which made it: only its digest is stored.
     """
 
 
@@ -192,14 +308,11 @@ class ScimRequestListEnvelope(Result):
     """
 
 
-StateEnum: TypeAlias = Literal["deactivated", "invalid_credentials", "failing", "silent", "healthy", "never_connected"]
+SetupLinkStatusEnum: TypeAlias = Literal["active", "expired", "revoked"]
 """
-* `deactivated` - deactivated
-* `invalid_credentials` - invalid_credentials
-* `failing` - failing
-* `silent` - silent
-* `healthy` - healthy
-* `never_connected` - never_connected
+* `active` - active
+* `expired` - expired
+* `revoked` - revoked
 """
 
 
@@ -346,6 +459,30 @@ class GroupEnvelope(Result):
 
 
 @dataclass
+class Guard(Result):
+    held: int
+    """
+    Changes held (GET .../held-changes).
+    """
+    state: GuardStateEnum
+    """
+    off: the setting is off; tripped: changes are held until a person approves or discards them; armed: counting.
+
+    * `armed` - armed
+    * `tripped` - tripped
+    * `off` - off
+    """
+    tripped_at: Optional[str]
+    """
+    When it tripped; null unless changes are held.
+    """
+    window_deprovisions: int
+    """
+    Deprovisions let through in the current window (since the last re-arm).
+    """
+
+
+@dataclass
 class Health(Result):
     auth_failures_24h: int
     """
@@ -362,7 +499,7 @@ class Health(Result):
     """
     Requests naming the directory, 401s included.
     """
-    state: StateEnum
+    state: HealthStateEnum
     """
     First match wins: deactivated; invalid_credentials (a 401 and no authenticated request since); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); healthy; never_connected.
 
@@ -376,8 +513,123 @@ class Health(Result):
 
 
 @dataclass
+class NewSetupLink(Result):
+    allow_mapping: bool
+    created_at: str
+    created_by: str
+    """
+    Who made it: an API key, an admin's email, or manage.py.
+    """
+    expires_at: str
+    id: str
+    last_opened_at: Optional[str]
+    """
+    The last time the page was opened.
+    """
+    opened_count: int
+    """
+    How many times the page was opened.
+    """
+    return_url: Optional[str]
+    revoked_at: Optional[str]
+    status: SetupLinkStatusEnum
+    """
+    At the time of the answer.
+
+    * `active` - active
+    * `expired` - expired
+    * `revoked` - revoked
+    """
+    url: str
+    """
+    EXTERNAL_URL/setup/<token>: send it to the customer's IT admin. Only this answer shows it; Roster keeps no copy of the token.
+    """
+
+
+@dataclass
+class NewSetupLinkEnvelope(Result):
+    data: NewSetupLink
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
 class ResendEnvelope(Result):
     data: ResendResult
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class ScimInfo(Result):
+    endpoint: str
+    """
+    EXTERNAL_URL + path (+ ?aadOptscim062020 for azure-scim-v2).
+    """
+    last_used_at: Optional[str]
+    """
+    The current secret's last use by a SCIM request (may lag up to a minute).
+    """
+    oauth: ScimOAuthInfo
+    """
+    OAuth 2.0 client credentials for the SCIM endpoint (RFC 6749 §4.4).
+    """
+    path: str
+    previous_secret_expires_at: Optional[str]
+    """
+    Until when the secret before the last rotation still works (null: it does not).
+    """
+    previous_secret_last_used_at: Optional[str]
+    """
+    The previous secret's last use while a rotation kept it working.
+    """
+    secret: str
+    """
+    Bearer token the identity provider sends.
+    """
+    static_secret_enabled: bool
+    """
+    The static secret (and a previous one under grace) authenticates SCIM requests; false: only OAuth access tokens do.
+    """
+
+
+@dataclass
+class SetupLink(Result):
+    allow_mapping: bool
+    created_at: str
+    created_by: str
+    """
+    Who made it: an API key, an admin's email, or manage.py.
+    """
+    expires_at: str
+    id: str
+    last_opened_at: Optional[str]
+    """
+    The last time the page was opened.
+    """
+    opened_count: int
+    """
+    How many times the page was opened.
+    """
+    return_url: Optional[str]
+    revoked_at: Optional[str]
+    status: SetupLinkStatusEnum
+    """
+    At the time of the answer.
+
+    * `active` - active
+    * `expired` - expired
+    * `revoked` - revoked
+    """
+
+
+@dataclass
+class SetupLinkListEnvelope(Result):
+    data: list[SetupLink]
     error: Optional[Any]
     """
     Always null on success.
@@ -431,9 +683,17 @@ class Directory(Result):
     """
     created_at: str
     deactivated: bool
+    deprovision_guard: DeprovisionGuardSetting
+    """
+    The deprovision guard's setting.
+    """
     events: EventsSummary
     """
     Where the directory's changes feed stands (GET .../changes).
+    """
+    guard: Guard
+    """
+    The deprovision guard's state.
     """
     health: Health
     id: str

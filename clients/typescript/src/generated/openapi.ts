@@ -51,7 +51,7 @@ export interface paths {
         head?: never;
         /**
          * Update a directory
-         * @description Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook.
+         * @description Any of the listed fields; other fields are refused. An empty webhook_url removes the webhook. Turning the static SCIM secret off while OAuth has no client secret is a 409.
          */
         patch: operations["directories_update"];
         trace?: never;
@@ -116,6 +116,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/directory-sync/{directory_id}/held-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the changes the deprovision guard holds
+         * @description In the order they were held (and are applied on approval). The identity provider was answered as if each had been applied; the users, webhooks and changes feed are as before it until it is approved.
+         */
+        get: operations["directory_held_changes_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/held-changes/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply held changes
+         * @description Applies the chosen held changes (all with an empty object) in the order they were held, in one transaction: each produces its normal event now (numbered now, with held_since, the time it was held). When nothing is held any more the guard re-arms with an empty window.
+         */
+        post: operations["directory_held_changes_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/held-changes/discard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drop held changes
+         * @description Drops the chosen held changes (all with an empty object): the identity provider's view of those users is the application's again, so its next push or import sends them afresh. No event. When nothing is held any more the guard re-arms with an empty window.
+         */
+        post: operations["directory_held_changes_discard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/scim-oauth-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create or rotate the OAuth client secret of the SCIM endpoint
+         * @description A new client secret for the directory's OAuth client, shown in this answer only (client_secret in the oauth object of scim): only its SHA-256 digest is stored. The first one turns OAuth on (the token endpoint, token_endpoint in the same object, issues access tokens from then on); each later one ends every access token issued before, at once. The body is empty or {}.
+         */
+        post: operations["directories_scim_oauth_secret_rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/directory-sync/{directory_id}/scim-requests": {
         parameters: {
             query?: never;
@@ -171,6 +251,50 @@ export interface paths {
          * @description Ends the grace a rotation gave the previous secret; nothing to stop is not an error.
          */
         delete: operations["directories_previous_scim_secret_revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/setup-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a directory's setup links
+         * @description Newest first, each with its status now. The token of a link is never shown again.
+         */
+        get: operations["directory_setup_links_list"];
+        put?: never;
+        /**
+         * Create a setup link for the customer's IT admin
+         * @description A link to a page where the customer's IT admin connects their identity provider to this directory without an account: provider steps, the SCIM base URL, a button that generates the SCIM secret, the connection status, and (with allow_mapping) the attribute and role maps. The answer's url carries the link's token and is shown only here. 409 when the directory is deactivated.
+         */
+        post: operations["directory_setup_links_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/setup-links/{link_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a setup link
+         * @description From the next request on, on every node, the link's page answers 404. Revoking a revoked or expired link is not an error.
+         */
+        delete: operations["directory_setup_link_revoke"];
         options?: never;
         head?: never;
         patch?: never;
@@ -280,6 +404,10 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        ApprovedResult: {
+            /** @description Held changes applied, in the order they were held. */
+            approved: number;
+        };
         /** @enum {unknown} */
         BlankEnum: "";
         Change: {
@@ -333,6 +461,13 @@ export interface components {
          * @enum {string}
          */
         ChangeDeliveryStatusEnum: "pending" | "sending" | "delivered" | "failed" | "dropped";
+        /**
+         * @description * `deactivate` - deactivate
+         *     * `delete` - delete
+         *     * `update` - update
+         * @enum {string}
+         */
+        ChangeEnum: "deactivate" | "delete" | "update";
         ChangeListEnvelope: {
             data: components["schemas"]["Change"][];
             /** @description Always null on success. */
@@ -382,6 +517,26 @@ export interface components {
          * @enum {string}
          */
         DeliveryStatusEnum: "delivered" | "failed";
+        /** @description A partial setting, merged into the current one; any other key is a 400. */
+        DeprovisionGuardInput: {
+            enabled?: boolean;
+            /** @description From 1 to 100 (100: counted, never held). Default 20. */
+            max_percent?: number;
+            /** @description At least 1. Default 10. */
+            max_users?: number;
+            /** @description From 1 to 10080 (7 days). Default 60. */
+            window_minutes?: number;
+        };
+        DeprovisionGuardSetting: {
+            /** @description Whether deprovisions are counted and, past the limits, held. */
+            enabled: boolean;
+            /** @description Percentage of the users active at the window's start it may take out. Default 20. */
+            max_percent: number;
+            /** @description Deprovisions a window may hold before the guard can trip. Default 10. */
+            max_users: number;
+            /** @description The sliding window, in minutes. Default 60. */
+            window_minutes: number;
+        };
         Directory: {
             /** @description {name: SCIM attribute path}: each User's custom_attributes. */
             attribute_map: {
@@ -390,8 +545,12 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             deactivated: boolean;
+            /** @description The deprovision guard's setting. */
+            deprovision_guard: components["schemas"]["DeprovisionGuardSetting"];
             /** @description Where the directory's changes feed stands (GET .../changes). */
             events: components["schemas"]["EventsSummary"];
+            /** @description The deprovision guard's state. */
+            guard: components["schemas"]["Guard"];
             health: components["schemas"]["Health"];
             /** Format: uuid */
             id: string;
@@ -444,6 +603,10 @@ export interface components {
             data: components["schemas"]["Directory"][];
             /** @description Always null on success. */
             error: unknown;
+        };
+        DiscardedResult: {
+            /** @description Held changes dropped. */
+            discarded: number;
         };
         EmptyEnvelope: {
             /** @description An empty object. */
@@ -514,6 +677,32 @@ export interface components {
             /** @description Always null on success. */
             error: unknown;
         };
+        Guard: {
+            /** @description Changes held (GET .../held-changes). */
+            held: number;
+            /**
+             * @description off: the setting is off; tripped: changes are held until a person approves or discards them; armed: counting.
+             *
+             *     * `armed` - armed
+             *     * `tripped` - tripped
+             *     * `off` - off
+             */
+            state: components["schemas"]["GuardStateEnum"];
+            /**
+             * Format: date-time
+             * @description When it tripped; null unless changes are held.
+             */
+            tripped_at: string | null;
+            /** @description Deprovisions let through in the current window (since the last re-arm). */
+            window_deprovisions: number;
+        };
+        /**
+         * @description * `armed` - armed
+         *     * `tripped` - tripped
+         *     * `off` - off
+         * @enum {string}
+         */
+        GuardStateEnum: "armed" | "tripped" | "off";
         Health: {
             /** @description Of which answered 401. */
             auth_failures_24h: number;
@@ -537,13 +726,102 @@ export interface components {
              *     * `healthy` - healthy
              *     * `never_connected` - never_connected
              */
-            state: components["schemas"]["StateEnum"];
+            state: components["schemas"]["HealthStateEnum"];
+        };
+        /**
+         * @description * `deactivated` - deactivated
+         *     * `invalid_credentials` - invalid_credentials
+         *     * `failing` - failing
+         *     * `silent` - silent
+         *     * `healthy` - healthy
+         *     * `never_connected` - never_connected
+         * @enum {string}
+         */
+        HealthStateEnum: "deactivated" | "invalid_credentials" | "failing" | "silent" | "healthy" | "never_connected";
+        HeldApprovedEnvelope: {
+            data: components["schemas"]["ApprovedResult"];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        HeldChange: {
+            /**
+             * @description deactivate: active true to false; delete: the user deleted; update: any other change of a user with changes held before it.
+             *
+             *     * `deactivate` - deactivate
+             *     * `delete` - delete
+             *     * `update` - update
+             */
+            change: components["schemas"]["ChangeEnum"];
+            /**
+             * Format: date-time
+             * @description When the identity provider's request was held.
+             */
+            held_at: string;
+            /** Format: uuid */
+            id: string;
+            /** @description The request id of the SCIM request (its X-Request-Id and its request log entry). */
+            scim_request_id: string | null;
+            /** Format: uuid */
+            user_id: string;
+            /** @description The user's userName as the identity provider last sent it. */
+            user_name: string;
+        };
+        HeldChangeListEnvelope: {
+            data: components["schemas"]["HeldChange"][];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        HeldDiscardedEnvelope: {
+            data: components["schemas"]["DiscardedResult"];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        /** @description Which held changes: ids, or an empty object for all of them; any other field is a 400. */
+        HeldResolveInput: {
+            /** @description Held changes of this directory; an unknown one is a 400 and nothing is done. Approving a change approves the earlier held changes of the same user with it; discarding one discards the later ones. */
+            ids?: string[];
         };
         Member: {
             /** Format: uuid */
             group_id: string;
             /** Format: uuid */
             user_id: string;
+        };
+        NewSetupLink: {
+            allow_mapping: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Who made it: an API key, an admin's email, or manage.py. */
+            created_by: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description The last time the page was opened.
+             */
+            last_opened_at: string | null;
+            /** @description How many times the page was opened. */
+            opened_count: number;
+            return_url: string | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+            /**
+             * @description At the time of the answer.
+             *
+             *     * `active` - active
+             *     * `expired` - expired
+             *     * `revoked` - revoked
+             */
+            status: components["schemas"]["SetupLinkStatusEnum"];
+            /** @description EXTERNAL_URL/setup/<token>: send it to the customer's IT admin. Only this answer shows it; Roster keeps no copy of the token. */
+            url: string;
+        };
+        NewSetupLinkEnvelope: {
+            data: components["schemas"]["NewSetupLink"];
+            /** @description Always null on success. */
+            error: unknown;
         };
         /** @enum {unknown} */
         NullEnum: null;
@@ -554,6 +832,7 @@ export interface components {
                 [key: string]: string;
             } | null;
             deactivated?: boolean | null;
+            deprovision_guard?: components["schemas"]["DeprovisionGuardInput"];
             log_scim_requests?: boolean | null;
             log_webhook_events?: boolean | null;
             name?: string;
@@ -561,6 +840,9 @@ export interface components {
             role_map?: {
                 [key: string]: string;
             } | null;
+            scim?: components["schemas"]["ScimPatchInput"] | null;
+            /** @description The same as static_secret_enabled in scim; both, when sent, agree. */
+            static_secret_enabled?: boolean | null;
             /** @description Needs a webhook_url. */
             webhook_secret?: string | null;
             /** @description Empty or null removes the webhook. */
@@ -600,6 +882,8 @@ export interface components {
              * @description The current secret's last use by a SCIM request (may lag up to a minute).
              */
             last_used_at: string | null;
+            /** @description OAuth 2.0 client credentials for the SCIM endpoint (RFC 6749 §4.4). */
+            oauth: components["schemas"]["ScimOAuthInfo"];
             path: string;
             /**
              * Format: date-time
@@ -613,6 +897,28 @@ export interface components {
             previous_secret_last_used_at: string | null;
             /** @description Bearer token the identity provider sends. */
             secret: string;
+            /** @description The static secret (and a previous one under grace) authenticates SCIM requests; false: only OAuth access tokens do. */
+            static_secret_enabled: boolean;
+        };
+        ScimOAuthInfo: {
+            /** @description The OAuth client's id: the directory's id. */
+            client_id: string;
+            /** @description Only in the answer of POST .../scim-oauth-secret, which made it: only its digest is stored. */
+            client_secret?: string;
+            /**
+             * Format: date-time
+             * @description When the current client secret was made (null: none yet, OAuth is off).
+             */
+            client_secret_created_at: string | null;
+            /** @description The client has a secret, so the token endpoint issues access tokens (POST .../scim-oauth-secret). */
+            enabled: boolean;
+            /** @description Where the identity provider posts grant_type=client_credentials: <SCIM endpoint>/oauth/token. */
+            token_endpoint: string;
+        };
+        /** @description The SCIM connection's settings; any other field is a 400. */
+        ScimPatchInput: {
+            /** @description false: the static SCIM secret stops authenticating (409 while OAuth has no client secret); true: it works again. */
+            static_secret_enabled?: boolean | null;
         };
         ScimRequest: {
             /**
@@ -659,16 +965,56 @@ export interface components {
             /** @description Seconds the previous secret keeps working (default 0: it stops at once). An integer: not a string, a float or a boolean. */
             grace_seconds?: number;
         };
+        SetupLink: {
+            allow_mapping: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Who made it: an API key, an admin's email, or manage.py. */
+            created_by: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description The last time the page was opened.
+             */
+            last_opened_at: string | null;
+            /** @description How many times the page was opened. */
+            opened_count: number;
+            return_url: string | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+            /**
+             * @description At the time of the answer.
+             *
+             *     * `active` - active
+             *     * `expired` - expired
+             *     * `revoked` - revoked
+             */
+            status: components["schemas"]["SetupLinkStatusEnum"];
+        };
+        /** @description The optional body of a new setup link; any other field is a 400. */
+        SetupLinkCreateInput: {
+            /** @description Whether the page lets the IT admin choose the SCIM attribute of each attribute_map name and the groups of each role of the role_map (default false). */
+            allow_mapping?: boolean;
+            /** @description Seconds the link works (default 259200: 3 days). An integer: not a string, a float or a boolean. */
+            expires_in?: number;
+            /** @description Where the page's "Done" link goes: an https URL without user name or password (http only to localhost while DEBUG is on). Empty or null: no Done link. */
+            return_url?: string | null;
+        };
+        SetupLinkListEnvelope: {
+            data: components["schemas"]["SetupLink"][];
+            /** @description Always null on success. */
+            error: unknown;
+        };
         /**
-         * @description * `deactivated` - deactivated
-         *     * `invalid_credentials` - invalid_credentials
-         *     * `failing` - failing
-         *     * `silent` - silent
-         *     * `healthy` - healthy
-         *     * `never_connected` - never_connected
+         * @description * `active` - active
+         *     * `expired` - expired
+         *     * `revoked` - revoked
          * @enum {string}
          */
-        StateEnum: "deactivated" | "invalid_credentials" | "failing" | "silent" | "healthy" | "never_connected";
+        SetupLinkStatusEnum: "active" | "expired" | "revoked";
         /**
          * @description * `okta-scim-v2` - okta-scim-v2
          *     * `azure-scim-v2` - azure-scim-v2
@@ -719,19 +1065,24 @@ export interface components {
     headers: never;
     pathItems: never;
 }
+export type SchemaApprovedResult = components['schemas']['ApprovedResult'];
 export type SchemaBlankEnum = components['schemas']['BlankEnum'];
 export type SchemaChange = components['schemas']['Change'];
 export type SchemaChangeDelivery = components['schemas']['ChangeDelivery'];
 export type SchemaChangeDeliveryStatusEnum = components['schemas']['ChangeDeliveryStatusEnum'];
+export type SchemaChangeEnum = components['schemas']['ChangeEnum'];
 export type SchemaChangeListEnvelope = components['schemas']['ChangeListEnvelope'];
 export type SchemaDelivery = components['schemas']['Delivery'];
 export type SchemaDeliveryError = components['schemas']['DeliveryError'];
 export type SchemaDeliveryListEnvelope = components['schemas']['DeliveryListEnvelope'];
 export type SchemaDeliveryStatusEnum = components['schemas']['DeliveryStatusEnum'];
+export type SchemaDeprovisionGuardInput = components['schemas']['DeprovisionGuardInput'];
+export type SchemaDeprovisionGuardSetting = components['schemas']['DeprovisionGuardSetting'];
 export type SchemaDirectory = components['schemas']['Directory'];
 export type SchemaDirectoryCreateInput = components['schemas']['DirectoryCreateInput'];
 export type SchemaDirectoryEnvelope = components['schemas']['DirectoryEnvelope'];
 export type SchemaDirectoryListEnvelope = components['schemas']['DirectoryListEnvelope'];
+export type SchemaDiscardedResult = components['schemas']['DiscardedResult'];
 export type SchemaEmptyEnvelope = components['schemas']['EmptyEnvelope'];
 export type SchemaError = components['schemas']['Error'];
 export type SchemaErrorEnvelope = components['schemas']['ErrorEnvelope'];
@@ -741,8 +1092,18 @@ export type SchemaGroup = components['schemas']['Group'];
 export type SchemaGroupDetail = components['schemas']['GroupDetail'];
 export type SchemaGroupEnvelope = components['schemas']['GroupEnvelope'];
 export type SchemaGroupListEnvelope = components['schemas']['GroupListEnvelope'];
+export type SchemaGuard = components['schemas']['Guard'];
+export type SchemaGuardStateEnum = components['schemas']['GuardStateEnum'];
 export type SchemaHealth = components['schemas']['Health'];
+export type SchemaHealthStateEnum = components['schemas']['HealthStateEnum'];
+export type SchemaHeldApprovedEnvelope = components['schemas']['HeldApprovedEnvelope'];
+export type SchemaHeldChange = components['schemas']['HeldChange'];
+export type SchemaHeldChangeListEnvelope = components['schemas']['HeldChangeListEnvelope'];
+export type SchemaHeldDiscardedEnvelope = components['schemas']['HeldDiscardedEnvelope'];
+export type SchemaHeldResolveInput = components['schemas']['HeldResolveInput'];
 export type SchemaMember = components['schemas']['Member'];
+export type SchemaNewSetupLink = components['schemas']['NewSetupLink'];
+export type SchemaNewSetupLinkEnvelope = components['schemas']['NewSetupLinkEnvelope'];
 export type SchemaNullEnum = components['schemas']['NullEnum'];
 export type SchemaPatchedDirectoryPatchInput = components['schemas']['PatchedDirectoryPatchInput'];
 export type SchemaResendEnvelope = components['schemas']['ResendEnvelope'];
@@ -751,10 +1112,15 @@ export type SchemaResendInput = components['schemas']['ResendInput'];
 export type SchemaResendRangeInput = components['schemas']['ResendRangeInput'];
 export type SchemaResendResult = components['schemas']['ResendResult'];
 export type SchemaScimInfo = components['schemas']['ScimInfo'];
+export type SchemaScimOAuthInfo = components['schemas']['ScimOAuthInfo'];
+export type SchemaScimPatchInput = components['schemas']['ScimPatchInput'];
 export type SchemaScimRequest = components['schemas']['ScimRequest'];
 export type SchemaScimRequestListEnvelope = components['schemas']['ScimRequestListEnvelope'];
 export type SchemaScimSecretRotateInput = components['schemas']['ScimSecretRotateInput'];
-export type SchemaStateEnum = components['schemas']['StateEnum'];
+export type SchemaSetupLink = components['schemas']['SetupLink'];
+export type SchemaSetupLinkCreateInput = components['schemas']['SetupLinkCreateInput'];
+export type SchemaSetupLinkListEnvelope = components['schemas']['SetupLinkListEnvelope'];
+export type SchemaSetupLinkStatusEnum = components['schemas']['SetupLinkStatusEnum'];
 export type SchemaTypeEnum = components['schemas']['TypeEnum'];
 export type SchemaUser = components['schemas']['User'];
 export type SchemaUserEnvelope = components['schemas']['UserEnvelope'];
@@ -1198,6 +1564,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description The request conflicts with the resource's state; the message says how */
+            409: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
@@ -1562,6 +1939,420 @@ export interface operations {
             };
         };
     };
+    directory_held_changes_list: {
+        parameters: {
+            query?: {
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldChangeListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_held_changes_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["HeldResolveInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldApprovedEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_held_changes_discard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["HeldResolveInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldDiscardedEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directories_scim_oauth_secret_rotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DirectoryEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     directory_scim_requests_list: {
         parameters: {
             query?: {
@@ -1790,6 +2581,313 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["DirectoryEnvelope"];
                 };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_setup_links_list: {
+        parameters: {
+            query?: {
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetupLinkListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_setup_links_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SetupLinkCreateInput"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewSetupLinkEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request conflicts with the resource's state; the message says how */
+            409: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_setup_link_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+                link_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked; no body. */
+            204: {
+                headers: {
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input; the message names the parameter or field */
             400: {

@@ -42,7 +42,7 @@ return 0
 class DrainFlag:
     def __init__(self, url: str) -> None:
         # Imported here: a process without a Redis broker never constructs one, and does not load
-        # redis-py (several MB per process, see server/gunicorn.conf.py).
+        # redis-py (several MB per process).
         import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry

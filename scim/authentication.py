@@ -20,7 +20,7 @@ from directories.selectors import directory_get
 from scim import storage
 from scim.protocol.errors import ScimError
 from scim.selectors import FirstRead
-from scim.tokens import access_token_valid, is_access_token
+from scim.tokens import access_token_check
 
 UNAUTHORIZED = (
     "Authentication failed. Send 'Authorization: Bearer <SCIM secret or OAuth access token of this directory>'."
@@ -66,10 +66,10 @@ def authenticate(
         else directory_get(directory_id=directory_id)
     )
     text = secret if isinstance(secret, str) else ""
-    matched_current = matched_previous = matched_token = False
-    if is_access_token(text):
-        matched_token = access_token_valid(text, directory=directory)
-    else:
+    matched_current = matched_previous = False
+    matched_token = access_token_check(text, directory)
+    if matched_token is None:  # not an access token: a static secret
+        matched_token = False
         presented = text.encode("utf-8", "surrogatepass") if text else b""
         current = directory.scim_secret.encode() if directory is not None else _DUMMY_SECRET
         previous = _DUMMY_PREVIOUS

@@ -28,9 +28,10 @@ import secrets
 import time
 import uuid
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.utils.encoding import force_bytes
 
 from directories.models import Directory
@@ -51,12 +52,6 @@ _NO_SECRET_HASH: Final = "0" * 64
 clock = time.time
 
 
-def is_access_token(presented: str) -> bool:
-    """Whether a bearer credential has the shape of an access token (a SCIM secret never has: 43
-    url-safe characters, no dot), so it is checked as one and never compared with the static secret."""
-    return len(presented) == TOKEN_LENGTH and presented.startswith(PREFIX)
-
-
 @lru_cache(maxsize=1024)
 def _key(secret_key: str, secret_hash: str) -> bytes:
     """The MAC key of the tokens of the client whose secret has this digest. Memoized by both inputs: a new
@@ -66,6 +61,15 @@ def _key(secret_key: str, secret_hash: str) -> bytes:
 
 def _mac(secret_hash: str, payload: bytes) -> bytes:
     return hashlib.blake2s(payload, key=_key(settings.SECRET_KEY, secret_hash), digest_size=_MAC_BYTES).digest()
+
+
+def _secret_key_changed(*, setting: str, **_: Any) -> None:
+    """SECRET_KEY changed (only tests change settings at run time): forget every check made under the old one."""
+    if setting == "SECRET_KEY":
+        _mac_checked.cache_clear()
+
+
+setting_changed.connect(_secret_key_changed, dispatch_uid="scim.tokens")
 
 
 def access_token_issue(*, directory: Directory, now: float | None = None) -> str:
@@ -78,38 +82,47 @@ def access_token_issue(*, directory: Directory, now: float | None = None) -> str
     return PREFIX + (payload + _mac(directory.scim_oauth_secret_hash, payload)).hex()
 
 
-def access_token_valid(presented: str, *, directory: Directory | None, now: float | None = None) -> bool:
-    """Whether `presented` (shaped like a token: `is_access_token`) is a token of `directory`'s OAuth client
-    that has not expired, MACed with the key of its current client secret. An unknown directory, OAuth off,
-    a token of another directory and an expired one are all checked the same way, so the time taken does
-    not tell which."""
+def access_token_check(presented: str, directory: Directory | None, now: float | None = None) -> bool | None:
+    """None when `presented` is not shaped like an access token (a SCIM secret never is: 43 url-safe
+    characters, no dot), so it is checked as a static secret and never as a token. Else whether it is a
+    token of `directory`'s OAuth client that has not expired, MACed with the key of its current client
+    secret. An unknown directory, OAuth off, a token of another directory and an expired one are all
+    checked the same way, so the time taken does not tell which."""
+    if len(presented) != TOKEN_LENGTH or not presented.startswith(PREFIX):
+        return None
     secret_hash = directory.scim_oauth_secret_hash if directory is not None else ""
-    found = _mac_checked(presented, secret_hash or _NO_SECRET_HASH, settings.SECRET_KEY)
+    carried, expires = _mac_checked(presented, secret_hash or _NO_SECRET_HASH)
     directory_id = (directory.id if directory is not None else _NOBODY).int
     current = clock() if now is None else now
-    carried, expires = found if found is not None else _NOTHING
-    # `&`, not `and`: every test runs.
-    return (found is not None) & (carried == directory_id) & (current < expires) & bool(secret_hash)
+    # `&`, not `and`: every test runs. A token whose MAC is wrong carries _NOTHING, which matches no
+    # directory (ids are not negative) and has expired.
+    return (carried == directory_id) & (current < expires) & (secret_hash != "")
+
+
+def access_token_valid(presented: str, *, directory: Directory | None, now: float | None = None) -> bool:
+    """Whether `presented` is an unexpired token of `directory`'s OAuth client (`access_token_check`)."""
+    return bool(access_token_check(presented, directory, now))
 
 
 _NOTHING: Final = (-1, 0)
 
 
 @lru_cache(maxsize=4096)
-def _mac_checked(presented: str, secret_hash: str, secret_key: str) -> tuple[int, int] | None:
+def _mac_checked(presented: str, secret_hash: str) -> tuple[int, int]:
     """The directory id (as UUID.int) and expiry a token carries when its MAC is right under the key of
-    this client secret's digest (and SECRET_KEY); None otherwise. Memoized by those inputs, which is what
+    this client secret's digest (and SECRET_KEY); _NOTHING otherwise. Memoized by those inputs, which is what
     makes an identity provider's next requests with the same token cost a lookup instead of a keyed hash:
     the digest is read from the directory's row on every request, so a new client secret is another input,
-    checked afresh and refused (bench/README.md, "OAuth access tokens")."""
+    checked afresh and refused (bench/README.md, "OAuth token check memo"). SECRET_KEY is not a key of the
+    memo (reading a Django setting costs about what the lookup does): a change of it clears the memo."""
     try:
         raw = bytes.fromhex(presented[len(PREFIX) :])
     except ValueError:  # not hexadecimal
-        return None
+        return _NOTHING
     if len(raw) != _PAYLOAD_BYTES + _MAC_BYTES or raw[0] != _VERSION:
-        return None
+        return _NOTHING
     payload, mac = raw[:_PAYLOAD_BYTES], raw[_PAYLOAD_BYTES:]
-    expected = hashlib.blake2s(payload, key=_key(secret_key, secret_hash), digest_size=_MAC_BYTES).digest()
+    expected = hashlib.blake2s(payload, key=_key(settings.SECRET_KEY, secret_hash), digest_size=_MAC_BYTES).digest()
     if not hmac.compare_digest(mac, expected):
-        return None
+        return _NOTHING
     return int.from_bytes(payload[1:17], "big"), int.from_bytes(payload[17:25], "big")

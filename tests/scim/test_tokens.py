@@ -10,7 +10,7 @@ import pytest
 from directories.models import Directory
 from directories.services import directory_scim_oauth_secret_rotate
 from scim import tokens
-from scim.tokens import EXPIRES_IN, PREFIX, TOKEN_LENGTH, access_token_issue, access_token_valid, is_access_token
+from scim.tokens import EXPIRES_IN, PREFIX, TOKEN_LENGTH, access_token_check, access_token_issue, access_token_valid
 
 pytestmark = pytest.mark.django_db
 
@@ -25,8 +25,8 @@ def directory(directory_a: Directory) -> Directory:
 
 def test_a_token_has_its_own_shape_which_a_scim_secret_never_has(directory: Directory) -> None:
     token = access_token_issue(directory=directory, now=NOW)
-    assert token.startswith(PREFIX) and len(token) == TOKEN_LENGTH and is_access_token(token)
-    assert not is_access_token(directory.scim_secret)  # 43 url-safe characters, no dot
+    assert token.startswith(PREFIX) and len(token) == TOKEN_LENGTH and access_token_check(token, directory) is True
+    assert access_token_check(directory.scim_secret, directory) is None  # 43 url-safe characters, no dot
     assert set(token[len(PREFIX) :]) <= set("0123456789abcdef")  # nothing to escape anywhere
 
 
@@ -112,5 +112,5 @@ def test_any_change_to_a_token_makes_it_fail(directory: Directory, change: objec
     ],
 )
 def test_anything_shaped_like_a_token_that_is_not_one_fails_quietly(directory: Directory, presented: str) -> None:
-    assert is_access_token(presented)
+    assert access_token_check(presented, directory) is False  # shaped like a token: checked as one, refused
     assert access_token_valid(presented, directory=directory, now=NOW) is False

@@ -61,10 +61,12 @@ def _value(model: type[Any], field: str, value: Any) -> Any:
     return model._meta.get_field(field).get_db_prep_value(value, connection)
 
 
-def _record(directory_id: uuid.UUID, now: datetime, *, since: datetime | None = None, below: int = 0) -> bool:
-    """Record a deprovision at `now` in the window, one statement run after the directory's lock (so that
-    it counts every deprovision committed before it). With `below`: only if the window (after `since`)
-    holds fewer than that; False when it holds as many already (nothing recorded: the caller decides)."""
+def record_sql(
+    directory_id: uuid.UUID, now: datetime, *, since: datetime | None = None, below: int = 0
+) -> tuple[str, list[Any]]:
+    """The INSERT of a deprovision at `now` into the window, and its parameters. With `below`: only if the
+    window (after `since`) holds fewer than that. To be run after the directory's lock, in a statement of
+    its own, so that its snapshot counts every deprovision committed before the lock was granted."""
     table = connection.ops.quote_name(Deprovision._meta.db_table)
     directory_value = _value(Directory, "id", directory_id)
     sql = f'INSERT INTO {table} ("directory_id", "at") SELECT %s, %s'  # noqa: S608
@@ -72,9 +74,14 @@ def _record(directory_id: uuid.UUID, now: datetime, *, since: datetime | None = 
     if below:
         sql += f' WHERE (SELECT COUNT(*) FROM {table} WHERE "directory_id" = %s AND "at" > %s) < %s'  # noqa: S608
         params += [directory_value, _value(Deprovision, "at", since), below]
+    return sql, params
+
+
+def _record(directory_id: uuid.UUID, now: datetime) -> None:
+    """Record a deprovision at `now` in the window (`record_sql`, unconditional)."""
+    sql, params = record_sql(directory_id, now)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.rowcount == 1
 
 
 def _active_users(directory_id: uuid.UUID, limit: int) -> int:
@@ -84,6 +91,20 @@ def _active_users(directory_id: uuid.UUID, limit: int) -> int:
     with connection.cursor() as cursor:
         cursor.execute(sql, [_value(Directory, "id", directory_id), _value(DirectoryUser, "active", True), limit])
         return int(cursor.fetchone()[0])
+
+
+def counting_sql(
+    setting: dict[str, Any], *, directory_id: uuid.UUID, armed_at: datetime | None, now: datetime
+) -> tuple[str, list[Any]]:
+    """For a deprovision while the guard is on and armed (`setting` and `armed_at` as read under the
+    directory's lock): the INSERT that records it when nothing else needs asking, which inserts nothing
+    when the window already holds `max_users` (then the active users decide, `deprovision_admit`). With
+    `max_percent` 100 it always records: the user is active, so one more deprovision never exceeds 100 %
+    of a base it is part of. Run after the directory's lock, in a statement of its own (`record_sql`)."""
+    if setting["max_percent"] >= 100:
+        return record_sql(directory_id, now)
+    since = window_since(setting, now, armed_at)
+    return record_sql(directory_id, now, since=since, below=setting["max_users"])
 
 
 def deprovision_admit(
@@ -100,13 +121,12 @@ def deprovision_admit(
         return None  # off: nothing counted, nothing held
     if directory.guard_tripped_at is not None:
         return _hold(directory, user, view, now)
-    if setting["max_percent"] >= 100:
-        # `user` is active: one more deprovision never exceeds 100 % of a base it is part of. Counted only.
-        _record(directory.id, now)
-        return None
+    sql, params = counting_sql(setting, directory_id=directory.id, armed_at=directory.guard_armed_at, now=now)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.rowcount == 1:
+            return None  # the usual case: counted, nothing else to ask
     since = window_since(setting, now, directory.guard_armed_at)
-    if _record(directory.id, now, since=since, below=setting["max_users"]):
-        return None  # the usual case: at most max_users in the window, nothing else to ask
     counted = window_deprovisions(directory_id=directory.id, since=since)
     needed = active_needed(counted, setting)
     if not needed or not trips(counted, _active_users(directory.id, needed), setting):

@@ -183,9 +183,7 @@ class LockedStore:
                 return user, []
             if before.active and not user.active and guard_watches(directory):
                 _user_name_free(directory, before, user)
-                held = deprovision_admit(directory=directory, user=before, view=user)
-                if held is not None:
-                    return held_view(user=before, change=held), []  # answered as if applied
+                return deprovision_apply(directory, before, user, names)
             _users.update(user, names)
             return user, events_record(directory=directory, events=[user_updated(directory, user, before)])
 
@@ -208,8 +206,7 @@ class LockedStore:
                 return []  # answered as if applied
             require_version(if_match, user.updated_at)
             if user.active and guard_watches(directory):
-                if deprovision_admit(directory=directory, user=user, view=None) is not None:
-                    return []
+                return deprovision_delete_apply(directory, user)
             return _delete_with_memberships(directory, user, "user", ("user.deleted", user_event(directory, user)))
 
     # groups
@@ -258,6 +255,26 @@ class LockedStore:
 
 
 # --- the deprovision guard (contract §4.2) --------------------------------------------------------------
+
+
+def deprovision_apply(
+    directory: Directory, before: DirectoryUser, user: DirectoryUser, names: list[str]
+) -> tuple[DirectoryUser, Events]:
+    """A deactivation of `before` into `user` (the user's row locked, in a transaction): the guard counts it
+    and it is written with its event, or the guard holds it and it is answered as if applied."""
+    held = deprovision_admit(directory=directory, user=before, view=user)
+    if held is not None:
+        return held_view(user=before, change=held), []
+    _users.update(user, names)
+    return user, events_record(directory=directory, events=[user_updated(directory, user, before)])
+
+
+def deprovision_delete_apply(directory: Directory, user: DirectoryUser) -> Events:
+    """A delete of the active `user` (its row locked, in a transaction): counted and applied with its event,
+    or held (nothing written, answered as if applied)."""
+    if deprovision_admit(directory=directory, user=user, view=None) is not None:
+        return []
+    return _delete_with_memberships(directory, user, "user", ("user.deleted", user_event(directory, user)))
 
 
 def guard_watches(directory: Directory) -> bool:

@@ -88,13 +88,22 @@ def _run_unless_lost(sql: str, params: list[Any]) -> list[tuple[Any, ...]] | Non
 
 
 def _with_events(
-    change: str, params: list[Any], prepared: PreparedEvents, *, when: str, also: str = ""
+    change: str,
+    params: list[Any],
+    prepared: PreparedEvents,
+    *,
+    when: str,
+    also: str = "",
+    first: tuple[str, list[Any]] | None = None,
 ) -> tuple[str, list[Any]]:
-    """`WITH a AS (<change>)<also>, <the events recorded WHERE when> SELECT *, <counter> FROM a`: the change
-    and its events in one statement (the outbox's SQL: PreparedEvents.insert_sql); `also` is more WITH
-    queries (without parameters)."""
+    """`WITH [r AS (<first> RETURNING 1),] a AS (<change>)<also>, <the events recorded WHERE when> SELECT *,
+    <counter> FROM a`: the change and its events in one statement (the outbox's SQL:
+    PreparedEvents.insert_sql); `also` is more WITH queries (without parameters); `first`, a statement
+    (with its parameters) that runs before the change, which may read whether it wrote a row (`r`)."""
     events_sql, events_params = prepared.insert_sql(when=when)
-    return f"WITH a AS ({change}){also}, {events_sql} SELECT *, (SELECT last FROM q) FROM a", params + events_params
+    head, head_params = (f"r AS ({first[0]} RETURNING 1), ", first[1]) if first else ("", [])
+    sql = f"WITH {head}a AS ({change}){also}, {events_sql} SELECT *, (SELECT last FROM q) FROM a"
+    return sql, head_params + params + events_params
 
 
 def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Events:
@@ -154,6 +163,83 @@ def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Event
     sql, params = _with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
     deleted = _run_unless_lost(sql, params)
     return events_written(prepared, deleted[0][-1]) if deleted else None
+
+
+# --- deprovisions the deprovision guard counts (contract §4.2) --------------------------------------------
+# Inside a transaction of scim.storage.statements: the two locks in one statement, then the guard's record
+# of the deprovision, the write and its event in another, where the locked path takes six (kept for speed:
+# bench/README.md, 'Code kept for speed', "Deprovisions in two statements").
+
+
+def deprovision_locks(*, directory: Directory, user: DirectoryUser, delete: bool) -> tuple[Any, ...] | None:
+    """Lock the user's row (FOR UPDATE for a delete, else FOR NO KEY UPDATE, as scim.selectors does), then
+    the directory's (FOR NO KEY UPDATE, as the guard does): one statement, in the order every deprovision
+    takes them (directories.guard.services). The user's (updated_at, held) and the directory's
+    (deprovision_guard, guard_tripped_at, guard_armed_at) as they are once locked; None when the user is
+    gone. The directory is locked only after the user: the lateral subquery depends on the user's row."""
+    users, directories = _q(DirectoryUser._meta.db_table), _q(Directory._meta.db_table)
+    lock = "UPDATE" if delete else "NO KEY UPDATE"
+    sql = (
+        f"SELECT u.{_q('updated_at')}, u.{_q('held')}, CAST(d.{_q('deprovision_guard')} AS text), "
+        f"d.{_q('guard_tripped_at')}, d.{_q('guard_armed_at')} "
+        f"FROM (SELECT {_q('id')}, {_q('updated_at')}, {_q('held')} FROM {users} "
+        f"WHERE {_q('id')} = %s AND {_q('directory_id')} = %s FOR {lock}) u "
+        f"CROSS JOIN LATERAL (SELECT {_q('deprovision_guard')}, {_q('guard_tripped_at')}, {_q('guard_armed_at')} "
+        f"FROM {directories} WHERE {_q('id')} = %s AND u.{_q('id')} IS NOT NULL FOR NO KEY UPDATE) d"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user.id, directory.id, directory.id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    updated_at, held, setting, tripped_at, armed_at = row
+    return updated_at, held, orjson.loads(setting) if setting else None, tripped_at, armed_at
+
+
+def deprovision_update_statement(
+    *,
+    directory: Directory,
+    user: DirectoryUser,
+    names: list[str],
+    before: DirectoryUser,
+    counting: tuple[str, list[Any]],
+) -> Events | None:
+    """Under deprovision_locks: the guard's record of the deprovision (`counting`), then, only if it recorded
+    one, the UPDATE of the columns `names` and `user.updated`. None when it recorded nothing (the window
+    holds `max_users` already: the guard decides, on the locked path's code)."""
+    update, params = _users.update_sql(user, names, where="EXISTS (SELECT 1 FROM r)")  # bumps updated_at
+    prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
+    sql, params = _with_events(
+        f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)", first=counting
+    )
+    rows = _in_transaction(sql, params)
+    return events_written(prepared, rows[0][-1]) if rows else None
+
+
+def deprovision_delete_statement(
+    *, directory: Directory, user: DirectoryUser, counting: tuple[str, list[Any]]
+) -> Events | None:
+    """Under deprovision_locks (FOR UPDATE: no membership of the user can be added meanwhile): the guard's
+    record of the deprovision, then, only if it recorded one, the DELETE of the user and its memberships
+    and `user.deleted`. None when it recorded nothing, as deprovision_update_statement."""
+    users, members = _q(DirectoryUser._meta.db_table), _q(GroupMembership._meta.db_table)
+    change = (
+        f"DELETE FROM {users} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
+        f"AND EXISTS (SELECT 1 FROM r) RETURNING {_q('id')}"
+    )
+    memberships = f", m AS (DELETE FROM {members} WHERE {_q('user_id')} IN (SELECT {_q('id')} FROM a))"
+    prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
+    sql, params = _with_events(
+        change, [user.id, directory.id], prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships, first=counting
+    )
+    rows = _in_transaction(sql, params)
+    return events_written(prepared, rows[0][-1]) if rows else None
+
+
+def _in_transaction(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def members_add_statement(

@@ -3,11 +3,12 @@ are one SQL statement each, their events included (scim.storage.postgres writes 
 
 It holds the locked store of PostgreSQL (`locked`) and hands it, explicitly, every request it has no
 statement for: the reads, a conditional write (If-Match is checked under the row's lock), a group
-create with members, group replaces and renames, member removals, deletes of groups, a deprovision while
-the deprovision guard is on and any write to a user with changes held (contract §4.2: the guard decides
-under the directory's lock); and a request whose statement found the row changed since it was read, or
-changes held for it meanwhile (the statements change a user only while its `held` is false). Kept for
-speed: bench/README.md, 'Code kept for speed', "Single-statement writes".
+create with members, group replaces and renames, member removals, deletes of groups, any write to a user
+with changes held, and a deprovision the guard must decide on (contract §4.2: off or tripped, or a rename
+with it); and a request whose statement found the row changed since it was read, or changes held for it
+meanwhile (the statements change a user only while its `held` is false). A deprovision the guard counts
+is a transaction of two statements (`_deprovision`). Kept for speed: bench/README.md, 'Code kept for
+speed', "Single-statement writes" and "Deprovisions in two statements".
 """
 
 from __future__ import annotations
@@ -16,14 +17,25 @@ import copy
 import uuid
 from typing import Any
 
+from django.db import transaction
+
 # Imported as a module, so that a test can slip another write in before a statement (tests/scim).
 import scim.storage.postgres as postgres
+from directories.guard import rules
+from directories.guard.rules import guard_setting
+from directories.guard.services import counting_sql
 from directories.models import Directory, DirectoryGroup, DirectoryUser
 from scim.protocol.documents import MemberPlan
 from scim.protocol.errors import not_found
 from scim.protocol.versions import Precondition
 from scim.selectors import scim_group_with_users, scim_user_get
-from scim.storage.locked import LockedStore, guard_watches, require_users
+from scim.storage.locked import (
+    LockedStore,
+    deprovision_apply,
+    deprovision_delete_apply,
+    guard_watches,
+    require_users,
+)
 from scim.storage.store import DocumentDialect, Events, GroupChange, UserChange
 
 
@@ -71,8 +83,12 @@ class StatementStore:
         if names is None:
             return user, []
         if before.active and not user.active and guard_watches(directory):
-            # A deprovision: the guard counts it under the directory's lock, or holds it (contract §4.2). What
-            # was computed here is reused when the locked row is the one read; its groups come along.
+            # A deprovision: the guard counts it under the directory's lock, or holds it (contract §4.2).
+            if user.user_name_key == before.user_name_key:  # (a rename with it: the locked path checks it)
+                done = _deprovision(directory, before, read_at=read_at, user=user, names=names)
+                if done is not None:
+                    return done
+            # What was computed here is reused when the locked row is the one read; its groups come along.
             reuse = _computed(change, read_at=read_at, computed=user, names=names)
             return self.locked.user_update(directory=directory, user_id=user_id, change=reuse, known=[before])
         events = postgres.user_update_statement(
@@ -93,9 +109,13 @@ class StatementStore:
         if if_match is not None:
             return self.locked.user_delete(directory=directory, user_id=user_id, if_match=if_match)
         user = _user_unlocked(directory=directory, user_id=user_id, known=known)
+        if user.active and not user.held and guard_watches(directory):
+            done = _deprovision(directory, user, read_at=user.updated_at)
+            if done is not None:
+                return done[1]
         if user.held or (user.active and guard_watches(directory)):
-            # A deprovision, or a user with changes held: the locked path, with the guard (contract §4.2). The
-            # usual clean-up, deleting a user deactivated before, stays one statement.
+            # A deprovision the guard must decide, or a user with changes held: the locked path, with the
+            # guard (contract §4.2). The usual clean-up, deleting a user deactivated before, stays one statement.
             return self.locked.user_delete(directory=directory, user_id=user_id)
         events = postgres.user_delete_statement(directory=directory, user=user)
         if events is not None:
@@ -132,6 +152,43 @@ class StatementStore:
             if events is not None:
                 return group, events
         return self.locked.members_add(directory=directory, group_id=group_id, user_ids=user_ids, change=change)
+
+
+def _deprovision(
+    directory: Directory,
+    before: DirectoryUser,
+    *,
+    read_at: Any,
+    user: DirectoryUser | None = None,
+    names: list[str] | None = None,
+) -> tuple[DirectoryUser, Events] | None:
+    """A deprovision in two statements in one transaction, while the guard is on and armed: the user's and
+    the directory's locks (postgres.deprovision_locks), then the guard's record with the write and its
+    event (a delete when `user` is None, else the update of `before` into `user`). When the window is full
+    the guard decides under the same locks (the locked path's code). None, with nothing written, when the
+    user changed since it was read, has changes held, is gone, or the guard is off or tripped: the caller
+    goes the locked path."""
+    with transaction.atomic():
+        locked = postgres.deprovision_locks(directory=directory, user=before, delete=user is None)
+        if locked is None:
+            return None
+        updated_at, held, stored, tripped_at, armed_at = locked
+        setting = guard_setting(stored)
+        if updated_at != read_at or held or not setting["enabled"] or tripped_at is not None:
+            return None
+        counting = counting_sql(setting, directory_id=directory.id, armed_at=armed_at, now=rules.now())
+        if user is None:
+            events = postgres.deprovision_delete_statement(directory=directory, user=before, counting=counting)
+            if events is None:
+                events = deprovision_delete_apply(directory, before)
+            return before, events
+        assert names is not None
+        events = postgres.deprovision_update_statement(
+            directory=directory, user=user, names=names, before=before, counting=counting
+        )
+        if events is not None:
+            return user, events
+        return deprovision_apply(directory, before, user, names)
 
 
 def _computed(change: UserChange, *, read_at: Any, computed: DirectoryUser, names: list[str]) -> UserChange:

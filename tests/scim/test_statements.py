@@ -17,7 +17,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.models import Deprovision, Directory, DirectoryGroup, DirectoryUser, GroupMembership, HeldChange
 from scim import storage
 from scim.api import scim_request
 from scim.storage import postgres
@@ -247,9 +247,9 @@ def test_deleting_a_deactivated_user_stays_one_statement_with_the_guard_on(scim_
     assert not DirectoryUser.objects.filter(pk=user["id"]).exists()
 
 
-def test_a_deprovision_with_the_guard_on_takes_the_locked_path_at_a_fixed_cost(scim_hooked: Scim, kicks: list) -> None:
-    """Authentication with the user's row, then one transaction: the user's lock, the directory's lock, the
-    window's count, its record, the write and its event (the active users are counted only near a limit)."""
+def test_a_deprovision_the_guard_counts_is_two_statements_in_one_transaction(scim_hooked: Scim, kicks: list) -> None:
+    """Authentication with the user's row, then BEGIN, the user's and the directory's locks in one statement,
+    the window's record with the write and its event in another, COMMIT: whatever the directory's size."""
     ids = [scim_hooked.post("/Users", user_body(f"d{i}@x.io"))[1]["id"] for i in range(4)]
     counts = []
     for user_id in ids[:2]:
@@ -260,13 +260,36 @@ def test_a_deprovision_with_the_guard_on_takes_the_locked_path_at_a_fixed_cost(s
         (status, _), queries = _count(lambda user_id=user_id: scim_hooked.delete(f"/Users/{user_id}"))
         assert status == 204
         counts.append(queries)
-    assert counts[0] == counts[1] and counts[2] == counts[3] and max(counts) <= 10, counts  # none grows
+    assert counts == [5, 5, 5, 5], counts
     assert [t for t, _ in _events(scim_hooked.directory)][-4:] == [
         "user.updated",
         "user.updated",
         "user.deleted",
         "user.deleted",
     ]
+    assert Deprovision.objects.filter(directory=scim_hooked.directory).count() == 4
+    assert not DirectoryUser.objects.filter(pk__in=ids[2:]).exists()
+    assert list(DirectoryUser.objects.filter(pk__in=ids[:2]).values_list("active", flat=True)) == [False, False]
+
+
+def test_past_max_users_the_guard_decides_under_the_same_locks(scim_hooked: Scim, kicks: list) -> None:
+    """Once the window holds `max_users`, the record inserts nothing, so neither does the write: the guard
+    then counts the active users in the same transaction (no second BEGIN) and lets the change through, or
+    holds it."""
+    guard_set(scim_hooked.directory, max_users=1, max_percent=40)
+    ids = [scim_hooked.post("/Users", user_body(f"m{i}@x.io"))[1]["id"] for i in range(5)]
+    (status, _), first = _count(lambda: scim_hooked.patch(f"/Users/{ids[0]}", DEACTIVATE_OKTA))
+    assert status == 200 and first == 5
+    with CaptureQueriesContext(connection) as ctx:  # 2 of 5: 40 %, within max_percent
+        assert scim_hooked.delete(f"/Users/{ids[1]}")[0] == 204
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert sum(q.startswith("BEGIN") for q in sql) == 1 and len(sql) > 5, sql
+    assert not DirectoryUser.objects.filter(pk=ids[1]).exists()
+    assert scim_hooked.patch(f"/Users/{ids[2]}", DEACTIVATE_OKTA)[0] == 200  # 3 of 5: held
+    assert DirectoryUser.objects.get(pk=ids[2]).active is True
+    assert HeldChange.objects.filter(directory=scim_hooked.directory).count() == 1
+    assert Deprovision.objects.filter(directory=scim_hooked.directory).count() == 2
+    assert [t for t, _ in _events(scim_hooked.directory)][-2:] == ["user.updated", "user.deleted"]
 
 
 def _add(scim: Scim, group_id: str, *user_ids: str) -> Any:

@@ -109,13 +109,13 @@ class StatementStore:
         if if_match is not None:
             return self.locked.user_delete(directory=directory, user_id=user_id, if_match=if_match)
         user = _user_unlocked(directory=directory, user_id=user_id, known=known)
-        if user.active and not user.held and guard_watches(directory):
-            done = _deprovision(directory, user, read_at=user.updated_at)
+        if user.held or (user.active and guard_watches(directory)):
+            # A deprovision, or a user with changes held (contract §4.2): two statements when the guard only
+            # counts it, else the locked path, with the guard. The usual clean-up, deleting a user
+            # deactivated before, stays one statement.
+            done = None if user.held else _deprovision(directory, user, read_at=user.updated_at)
             if done is not None:
                 return done[1]
-        if user.held or (user.active and guard_watches(directory)):
-            # A deprovision the guard must decide, or a user with changes held: the locked path, with the
-            # guard (contract §4.2). The usual clean-up, deleting a user deactivated before, stays one statement.
             return self.locked.user_delete(directory=directory, user_id=user_id)
         events = postgres.user_delete_statement(directory=directory, user=user)
         if events is not None:

@@ -1,4 +1,4 @@
-"""Admin users (the portal's and the admin API's principals), admin tokens, and the audit trail."""
+"""Admin users (the portal's and the admin API's principals), admin tokens, and the login throttle's failures."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import uuid
 
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.db import models
+
+# The audit trail moved to its own app (audit/), low in the layers so every service can record in its own
+# transaction; the name stays importable from here for the code that has not moved yet.
+from audit.models import AuditEntry  # noqa: F401
 
 
 class AdminUserManager(BaseUserManager["AdminUser"]):
@@ -58,29 +62,6 @@ class AdminToken(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
-
-
-class AuditEntry(models.Model):
-    """One admin action: who, what, when, on which target, from where. Never holds secret values."""
-
-    id = models.BigAutoField(primary_key=True)
-    actor = models.ForeignKey(AdminUser, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    actor_email = models.CharField(max_length=320, blank=True, default="")
-    action = models.CharField(max_length=64)
-    target_type = models.CharField(max_length=32, blank=True, default="")
-    target_id = models.CharField(max_length=64, blank=True, default="")
-    directory_id = models.UUIDField(null=True, blank=True)
-    client_ip = models.GenericIPAddressField(null=True, blank=True)
-    details = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [
-            models.Index(fields=["action", "created_at"], name="audit_action"),
-            models.Index(fields=["directory_id", "created_at"], name="audit_directory"),
-            models.Index(fields=["actor", "created_at"], name="audit_actor"),
-        ]
 
 
 class LoginFailure(models.Model):

@@ -202,6 +202,10 @@ def roster_env(opts: RosterOptions) -> dict[str, str]:
             # Operations on, as in production (issue 22: the comparison must hold with them): every SCIM
             # request counted for /metrics, a JSON line per SCIM write and per 4xx.
             "METRICS_TOKEN": "bench-metrics-token",
+            # Rate limits on (contract §4.5), at a level the workload never reaches, counted in the broker's
+            # Redis as production does: what the limiter costs is inside every figure.
+            "SCIM_RATE_LIMIT": "600000",
+            "API_RATE_LIMIT": "600000",
             "LOG_FORMAT": "json",
             "LOG_LEVEL": "INFO",
             "PYTHONUNBUFFERED": "1",

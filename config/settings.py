@@ -102,6 +102,9 @@ MIDDLEWARE = [
     # Every answer under /setup/ gets its security headers (no-store, CSP frame-ancestors, ...), whatever
     # made it, and no X-Frame-Options (setuplinks/headers.py).
     "setuplinks.middleware.SetupHeadersMiddleware",
+    # Every answer under /portal/ gets its Content-Security-Policy: Roster's own scripts and styles only
+    # (portal/middleware.py).
+    "portal.middleware.PortalHeadersMiddleware",
     # Then: REST and admin API answers get X-Request-Id, and no exception leaves them as HTML or a
     # bare 500 (a lost database is a 503 with Retry-After).
     "config.errorpages.ApiErrorMiddleware",

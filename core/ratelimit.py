@@ -52,7 +52,7 @@ from core import metrics
 logger = logging.getLogger("roster.ratelimit")
 
 KEY_PREFIX = "roster:ratelimit:"
-SETTLE_SECONDS = 0.02
+SETTLE_SECONDS = 0.05
 # Added to Retry-After on a shared store: what other processes accepted in their last settle interval.
 RETRY_MARGIN_SECONDS = 0.25
 DOWN_RETRY_SECONDS = 1.0

@@ -44,7 +44,7 @@ def test_two_nodes_allow_together_what_one_allows(limit_store: str, tmp_path: Pa
         elapsed = time.monotonic() - started
         assert set(statuses) == {200, 429}
         # 150 at once and 25 a second after: one node alone would allow that much, the two together not
-        # more, but for what the other accepted within one settle (20 ms) when the bucket ran out.
+        # more, but for what the other accepted within one settle interval (50 ms) when the bucket ran out.
         accepted = statuses.count(200) + 2
         assert accepted <= 150 + 25 * elapsed + 10, (accepted, elapsed)
 

@@ -139,6 +139,7 @@ class Harness:
             self.credential = access_token_issue(directory=self.directory)
         self.base = f"/api/scim/v2.0/{self.directory.id}"
         self.tag = tag
+        self.throttled: tuple[Any, str] | None = None
         self.counter = 0
         self.user_ids: list[str] = []
         self.spares: list[str] = []  # users made beforehand, untimed, for the deprovisions below
@@ -255,6 +256,29 @@ class Harness:
     def get_404(self) -> tuple[str, bytes]:
         return self.call("GET", f"{self.base}/Users/{uuid.uuid4()}")
 
+    def throttled_429(self) -> tuple[str, bytes]:
+        """A POST /Users of a directory over its rate limit: the refusal answered from memory, recorded in
+        its request log and health counters (the bucket is kept full first, a few µs)."""
+        import core.ratelimit as ratelimit
+
+        if self.throttled is None:
+            from directories.services import directory_create
+
+            made = directory_create(
+                data={"tenant": f"costs-{self.tag}-flood", "product": "bench", "scim_rate_limit": 1500}
+            )
+            self.throttled = (made, ratelimit.scim_bucket(made.id))
+        directory, bucket = self.throttled
+        while True:
+            verdict = ratelimit.admit(bucket, 1500, surface=ratelimit.SCIM)
+            if verdict is None or not verdict.allowed:
+                break
+        saved, self.credential = self.credential, directory.scim_secret
+        try:
+            return self.call("POST", f"/api/scim/v2.0/{directory.id}/Users", okta_user(self.tag, 0))
+        finally:
+            self.credential = saved
+
     def healthz(self) -> tuple[str, bytes]:
         return self.call("GET", "/healthz")
 
@@ -290,6 +314,7 @@ def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
         ("delete_active", harness.delete_user),
         ("delete_inactive", harness.delete_user),
         ("get_404", harness.get_404),
+        ("throttled_429", harness.throttled_429),
         ("healthz (no SCIM)", harness.healthz),
     ]
     out: dict[str, dict[str, float]] = {}

@@ -58,8 +58,8 @@ RETRY_MARGIN_SECONDS = 0.25
 DOWN_RETRY_SECONDS = 1.0
 WARN_EVERY_SECONDS = 60.0
 BURST_FRACTION = 10
-CONNECT_TIMEOUT = 0.5
-COMMAND_TIMEOUT = 0.5
+CONNECT_TIMEOUT = 1.0  # seconds; the settle runs in the background: no request waits on them
+COMMAND_TIMEOUT = 2.0
 # A bucket nobody used for this long, and full again, is dropped from a process's view.
 IDLE_SECONDS = 120.0
 PRUNE_EVERY = 4096

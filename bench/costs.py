@@ -258,7 +258,8 @@ class Harness:
 
     def throttled_429(self) -> tuple[str, bytes]:
         """A POST /Users of a directory over its rate limit: the refusal answered from memory, recorded in
-        its request log and health counters (the bucket is kept full first, a few µs)."""
+        its request log and health counters. The bucket is kept full first (a few µs), at one request a
+        minute, so that no request of the round finds it refilled."""
         import core.ratelimit as ratelimit
 
         if self.throttled is None:
@@ -270,7 +271,7 @@ class Harness:
             self.throttled = (made, ratelimit.scim_bucket(made.id))
         directory, bucket = self.throttled
         while True:
-            verdict = ratelimit.admit(bucket, 1500, surface=ratelimit.SCIM)
+            verdict = ratelimit.admit(bucket, 1, surface=ratelimit.SCIM)
             if verdict is None or not verdict.allowed:
                 break
         saved, self.credential = self.credential, directory.scim_secret

@@ -60,6 +60,8 @@ WARN_EVERY_SECONDS = 60.0
 BURST_FRACTION = 10
 CONNECT_TIMEOUT = 1.0  # seconds; the settle runs in the background: no request waits on them
 COMMAND_TIMEOUT = 2.0
+# The estimate of the store's clock is the one of the shortest round trip within this long.
+OFFSET_KEEP_SECONDS = 60.0
 # A bucket nobody used for this long, and full again, is dropped from a process's view.
 IDLE_SECONDS = 120.0
 PRUNE_EVERY = 4096
@@ -150,6 +152,9 @@ class Limiter:
         self._idle = True
         self._warned_at = -math.inf
         self._calls = 0
+        self._offset: float | None = None  # see _offset_update
+        self._offset_rtt = math.inf
+        self._offset_at = -math.inf
 
     # --- the request path ---------------------------------------------------------------------------------
 
@@ -293,13 +298,26 @@ class Limiter:
             if self._state == _DOWN:
                 logger.warning("Rate limits: the limit store %s answers again; counting resumes", _safe(self._url))
             self._state = _UP
-            for (key, bucket, _count), (tat_us, server_us) in zip(batch, replies, strict=True):
+            if replies:
+                offset = self._offset_update(sent, received, replies[0][1])
+            for (key, bucket, _count), (tat_us, _server_us) in zip(batch, replies, strict=True):
                 if self._buckets.get(key) is not bucket:
                     continue  # forgotten meanwhile
-                # The server's clock on this process's monotonic one, at the middle of the round trip.
-                offset = (sent + received) / 2 - server_us / 1e6
                 bucket.tat = tat_us / 1e6 + offset + bucket.pending * bucket.interval
         return True
+
+    def _offset_update(self, sent: float, received: float, server_us: int) -> float:
+        """The server's clock on this process's one (seconds to add to a server time), under the lock.
+
+        A round trip's middle is the server's moment give or take half the round trip, and a thread that
+        waited for the GIL after the answer came makes it look longer than it was: so the estimate kept is
+        the one of the shortest round trip of the last OFFSET_KEEP_SECONDS (the clocks drift by
+        microseconds a minute), and a full bucket does not look emptier because one answer was read late."""
+        rtt = received - sent
+        sample = (sent + received) / 2 - server_us / 1e6
+        if self._offset is None or rtt <= self._offset_rtt or received - self._offset_at > OFFSET_KEEP_SECONDS:
+            self._offset, self._offset_rtt, self._offset_at = sample, rtt, received
+        return self._offset
 
     def _down(self, exc: Exception) -> None:
         now = _clock()

@@ -62,6 +62,8 @@ SCIM_MIX = (
     ("delete", 5),
 )
 REST_MIX = (("users_page", 2), ("directory", 1), ("changes", 1))
+# Keep-alive connections per directory (SCIM) and for the REST API.
+CONNECTIONS = 4
 
 
 def _free_port() -> int:
@@ -105,6 +107,7 @@ class Load:
         self.lock = threading.Lock()
         self.random = random.Random(20261128)
         self.started = 0.0
+        self.skipped = 0  # requests not sent because the load fell more than a second behind
 
     def run(self, seconds: float) -> None:
         self.started = time.monotonic()
@@ -118,12 +121,20 @@ class Load:
             thread.join()
 
     def _schedule(self, rate: float, seconds: float) -> Any:
+        """Yield at `rate` per second for `seconds`. A request that would start more than a second late
+        (the server or this machine fell behind) is skipped and counted, so the load stays steady instead
+        of catching up in a burst."""
         interval = 1.0 / rate
         next_at = self.started
         while next_at - self.started < seconds:
             pause = next_at - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
+            elif pause < -1.0:
+                with self.lock:
+                    self.skipped += 1
+                next_at += interval
+                continue
             yield
             next_at += interval
 
@@ -134,18 +145,24 @@ class Load:
                 self.problems.append(f"{surface} {op}: HTTP {status} {body[:200]!r}")
 
     def _scim(self, seconds: float) -> None:
-        clients = {d.id: Client(self.system.base_url, token=d.secret) for d in self.directories}
+        # Several keep-alive connections per directory, so that each web worker serves every kind of
+        # request from the warm-up on (granian keeps a connection on the worker that accepted it).
+        clients = {
+            d.id: [Client(self.system.base_url, token=d.secret) for _ in range(CONNECTIONS)] for d in self.directories
+        }
         ops, weights = zip(*SCIM_MIX, strict=True)
-        for _ in self._schedule(self.args.scim_rate, seconds):
+        for n, _ in enumerate(self._schedule(self.args.scim_rate, seconds)):
             directory = self.random.choice(self.directories)
             op = self.random.choices(ops, weights)[0]
+            pool = clients[directory.id]
             try:
-                self._scim_one(clients[directory.id], directory, op)
+                self._scim_one(pool[n % CONNECTIONS], directory, op)
             except Exception as exc:  # noqa: BLE001 - a transport error is a finding, the load goes on
                 self._note("scim", op, 0, 0.0, (), f"{type(exc).__name__}: {exc}".encode())
-                clients[directory.id] = Client(self.system.base_url, token=directory.secret)
-        for client in clients.values():
-            client.close()
+                pool[n % CONNECTIONS] = Client(self.system.base_url, token=directory.secret)
+        for pool in clients.values():
+            for client in pool:
+                client.close()
 
     def _scim_one(self, client: Client, d: Directory, op: str) -> None:
         if (op != "create_user" and not d.users) or (op == "create_user" and len(d.users) >= self.args.pool):
@@ -203,9 +220,10 @@ class Load:
             self._note("scim", "delete", response.status, response.seconds, (204,), response.body)
 
     def _rest(self, seconds: float) -> None:
-        client = Client(self.system.base_url, token=self.system.api_key)
+        clients = [Client(self.system.base_url, token=self.system.api_key) for _ in range(CONNECTIONS)]
         ops, weights = zip(*REST_MIX, strict=True)
-        for _ in self._schedule(self.args.rest_rate, seconds):
+        for n, _ in enumerate(self._schedule(self.args.rest_rate, seconds)):
+            client = clients[n % CONNECTIONS]
             d = self.random.choice(self.directories)
             op = self.random.choices(ops, weights)[0]
             path = {
@@ -218,10 +236,11 @@ class Load:
                 response = client.request("GET", path)
             except Exception as exc:  # noqa: BLE001
                 self._note("rest", op, 0, 0.0, (), f"{type(exc).__name__}: {exc}".encode())
-                client = Client(self.system.base_url, token=self.system.api_key)
+                clients[n % CONNECTIONS] = Client(self.system.base_url, token=self.system.api_key)
                 continue
             self._note("rest", op, response.status, response.seconds, (200,), response.body)
-        client.close()
+        for client in clients:
+            client.close()
 
 
 def memory_of(roots: dict[str, int]) -> dict[str, dict[str, Any]]:
@@ -337,7 +356,17 @@ def main(argv: list[str] | None = None) -> int:
         log(f"load: {args.minutes:g} min at {args.scim_rate:g} SCIM + {args.rest_rate:g} REST requests/s")
         load = Load(system, directories, args)
         load.random.seed(1)
+        series: list[dict[str, dict[str, Any]]] = []
+        stop = threading.Event()
+
+        def sample() -> None:  # every process's PSS at the end of each slice, to tell a plateau from a climb
+            while not stop.wait(args.slice_minutes * 60):
+                series.append(memory_of(roots))
+
+        sampler = threading.Thread(target=sample, name="soak-memory", daemon=True)
+        sampler.start()
         load.run(args.minutes * 60)
+        stop.set()
         after = memory_of(roots)
         log("waiting for the last webhooks...")
         deliveries_settle(system, directories, receiver_port, wait=60)
@@ -370,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             processes.append({**start, "pid": pid, "end_pss_kib": None, "growth_pct": None})
             continue
         growth = (end["pss_kib"] - start["pss_kib"]) / start["pss_kib"] * 100 if start["pss_kib"] else 0.0
-        processes.append({**start, "pid": pid, "end_pss_kib": end["pss_kib"], "growth_pct": round(growth, 1)})
+        slices_mb = [round(m[pid]["pss_kib"] / 1024, 1) for m in series if pid in m]
+        row = {**start, "pid": pid, "end_pss_kib": end["pss_kib"], "growth_pct": round(growth, 1)}
+        processes.append({**row, "per_slice_mb": slices_mb})
     table = slices(load.records, args.slice_minutes * 60)
     errors = sum(1 for r in load.records if r.status >= 500 or r.status == 0)
     checks = {
@@ -388,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "args": vars(args),
         "requests": len(load.records),
+        "skipped": load.skipped,
         "processes": processes,
         "slices": table,
         "errors_5xx": errors,
@@ -399,11 +431,13 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=2))
 
     print()
-    print("| process | PSS after warm-up, MB | PSS at the end, MB | growth |")
-    print("|---|---:|---:|---:|")
+    print("| process | PSS after warm-up, MB | PSS at the end, MB | growth | PSS at each slice's end, MB |")
+    print("|---|---:|---:|---:|---|")
     for p in processes:
         end = "gone" if p["end_pss_kib"] is None else f"{p['end_pss_kib'] / 1024:.1f}"
-        print(f"| {p['group']} {p['command']} ({p['pid']}) | {p['pss_kib'] / 1024:.1f} | {end} | {p['growth_pct']} % |")
+        each = ", ".join(f"{mb:g}" for mb in p.get("per_slice_mb", []))
+        name = f"{p['group']} {p['command']} ({p['pid']})"
+        print(f"| {name} | {p['pss_kib'] / 1024:.1f} | {end} | {p['growth_pct']} % | {each} |")
     print()
     print("| slice | from min | SCIM requests | SCIM p50 / p99 ms | REST requests | REST p50 / p99 ms | 5xx |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
@@ -414,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['requests']} | {r['p50_ms']} / {r['p99_ms']} | {s['5xx'] + r['5xx']} |"
         )
     print()
+    planned = round((args.scim_rate + args.rest_rate) * args.minutes * 60)
+    print(f"requests: {len(load.records)} sent of {planned} planned; {load.skipped} skipped (more than 1 s late)")
     print(
         f"events: {events['expected']} in the feeds, {events['received']} received, {events['missing']} missing, "
         f"{events['extra']} extra, {events['duplicates']} duplicates, {events['invalid_signatures']} badly signed; "

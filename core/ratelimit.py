@@ -260,6 +260,8 @@ class Limiter:
                 return
             self._buckets.clear()
             self._url = url
+            self._warned_at = -math.inf  # another store: its first failure is said at once
+            self._offset, self._offset_rtt = None, math.inf
             if url == MEMORY:
                 self._store, self._state = None, _UP
             else:

@@ -27,7 +27,6 @@ import multiprocessing
 import os
 import secrets
 import signal
-import socket
 import sys
 import time
 from datetime import UTC, datetime
@@ -42,12 +41,6 @@ from bench.stats import percentile
 from bench.workload import okta_user
 
 DEFAULT_REDIS_DB = 10
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- the two clients, each in a process of its own (a flood of threads would hold the steady one's GIL) --
@@ -201,15 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"logs-fairness-{stamp}"
-    opts = systems.RosterOptions(
-        port=_free_port(),
-        database=args.database,
-        redis_db=args.redis_db,
-        web_workers=args.web_workers,
-        # The limits at their defaults (systems.roster_env sets the compare's 600000); the store is the
-        # broker's Redis, as RATE_LIMIT_STORAGE_URL defaults to it.
-        extra_env={**systems.web_env(args), "SCIM_RATE_LIMIT": "3000", "API_RATE_LIMIT": "6000"},
-    )
+    opts = systems.options_at_default_limits(args, database=args.database, redis_db=args.redis_db)
     log(f"starting Roster (web server + celery) on :{opts.port}, limits at their defaults...")
     system = systems.roster_start(opts, logs=logs)
     try:

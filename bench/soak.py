@@ -33,7 +33,6 @@ import json
 import random
 import secrets
 import signal
-import socket
 import sys
 import threading
 import time
@@ -46,7 +45,7 @@ from urllib.parse import quote
 from bench import systems
 from bench.compare import RESULTS, log, receiver_start
 from bench.httpclient import Client
-from bench.procs import _command, memory_kib, process_tree
+from bench.procs import command_name, free_port, memory_kib, process_tree
 from bench.stats import percentile
 from bench.workload import GROUP_SCHEMA, PATCH_SCHEMA, okta_user
 
@@ -64,12 +63,6 @@ SCIM_MIX = (
 REST_MIX = (("users_page", 2), ("directory", 1), ("changes", 1))
 # Keep-alive connections per directory (SCIM) and for the REST API.
 CONNECTIONS = 4
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -248,7 +241,7 @@ def memory_of(roots: dict[str, int]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, root in roots.items():
         for pid in process_tree([root]):
-            out[str(pid)] = {"group": name, "command": _command(pid), "pss_kib": memory_kib(pid)[1]}
+            out[str(pid)] = {"group": name, "command": command_name(pid), "pss_kib": memory_kib(pid)[1]}
     return out
 
 
@@ -328,15 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"logs-soak-{stamp}"
     webhook_secret = secrets.token_urlsafe(32)
-    receiver_port = _free_port()
+    receiver_port = free_port()
     receiver = receiver_start(receiver_port, webhook_secret, logs=logs)
-    opts = systems.RosterOptions(
-        port=_free_port(),
-        database=args.database,
-        redis_db=args.redis_db,
-        web_workers=args.web_workers,
-        extra_env={**systems.web_env(args), "SCIM_RATE_LIMIT": "3000", "API_RATE_LIMIT": "6000"},
-    )
+    opts = systems.options_at_default_limits(args, database=args.database, redis_db=args.redis_db)
     log(f"starting Roster on :{opts.port}, the receiver on :{receiver_port}...")
     system = systems.roster_start(opts, logs=logs)
     try:

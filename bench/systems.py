@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.httpclient import Client
-from bench.procs import Service, recreate_database, wait_http
+from bench.procs import Service, free_port, recreate_database, wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -154,6 +154,22 @@ def web_env(args: argparse.Namespace) -> dict[str, str]:
     shell's own GRANIAN_* variables never reach Roster, see roster_env)."""
     given = (("GRANIAN_BLOCKING_THREADS", args.web_threads),)
     return {name: str(value) for name, value in given if value}
+
+
+# The rate limits at their defaults (roster_env sets the compare's 600000), counted in the broker's Redis as
+# RATE_LIMIT_STORAGE_URL defaults to it: the runs that are about the limits, or run at their defaults.
+LIMITS_AT_DEFAULTS = {"SCIM_RATE_LIMIT": "3000", "API_RATE_LIMIT": "6000"}
+
+
+def options_at_default_limits(args: argparse.Namespace, *, database: str, redis_db: int) -> RosterOptions:
+    """Roster on a free port, with the web options of `web_arguments_add` and LIMITS_AT_DEFAULTS."""
+    return RosterOptions(
+        port=free_port(),
+        database=database,
+        redis_db=redis_db,
+        web_workers=args.web_workers,
+        extra_env={**web_env(args), **LIMITS_AT_DEFAULTS},
+    )
 
 
 def web_command(opts: RosterOptions) -> list[str]:

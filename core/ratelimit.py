@@ -67,6 +67,8 @@ IDLE_SECONDS = 120.0
 PRUNE_EVERY = 4096
 
 MEMORY = "memory://"
+# A microsecond: what time differences and request counts may be off by from floating-point rounding.
+SLACK = 1e-6
 # This process's clock for the buckets (a test may stop it).
 _clock = time.monotonic
 _UNKNOWN, _UP, _DOWN = "unknown", "up", "down"
@@ -107,6 +109,12 @@ class Verdict(NamedTuple):
         if not self.allowed:
             fields.insert(0, ("Retry-After", str(self.retry_after)))
         return fields
+
+
+def _seconds(value: float) -> int:
+    """Whole seconds, rounded up, of a difference of two clock readings: a reading of a clock that has run
+    for days carries a rounding error of some picoseconds, which SLACK keeps from making 6 seconds 7."""
+    return math.ceil(value - SLACK)
 
 
 def burst_of(per_minute: int) -> int:
@@ -175,14 +183,14 @@ class Limiter:
             bucket.used = shared
             start = bucket.tat if bucket.tat > now else now
             after = start + bucket.interval
-            if after - now <= bucket.window + 1e-9 or self._state == _UNKNOWN:
+            if after - now <= bucket.window + SLACK or self._state == _UNKNOWN:
                 bucket.tat = after
                 bucket.pending += shared
                 verdict = Verdict(
                     True,
                     per_minute,
-                    max(0, int((bucket.window - (after - now)) / bucket.interval + 1e-9)),
-                    math.ceil(after - now),
+                    max(0, int((bucket.window - (after - now)) / bucket.interval + SLACK)),
+                    _seconds(after - now),
                     0,
                 )
             else:
@@ -205,7 +213,7 @@ class Limiter:
             return None
         now = _clock()
         start = bucket.tat if bucket.tat > now else now
-        if start + bucket.interval - now <= bucket.window + 1e-9:
+        if start + bucket.interval - now <= bucket.window + SLACK:
             return None
         shared = self._shared()
         with self._lock:
@@ -225,7 +233,7 @@ class Limiter:
         wait = start + bucket.interval - bucket.window - now
         if shared:
             wait += RETRY_MARGIN_SECONDS
-        return Verdict(False, bucket.limit, 0, math.ceil(start - now), max(1, math.ceil(wait)))
+        return Verdict(False, bucket.limit, 0, _seconds(start - now), max(1, _seconds(wait)))
 
     def forget(self, key: str) -> None:
         """Empty `key`'s bucket, in the store and in this process's view (other processes read the

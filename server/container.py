@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         settings_check(process, environ)
         line = command(process, args, environ)
     except SettingMissing as exc:
-        print(f"roster {process}: {exc}", file=sys.stderr)
+        print(f"Roster {process} is not configured: {exc}", file=sys.stderr)
         return EX_CONFIG
     sys.stdout.flush()
     sys.stderr.flush()

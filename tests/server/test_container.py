@@ -114,7 +114,7 @@ def test_a_missing_required_setting_stops_the_container_with_one_line_naming_it(
 ) -> None:
     result = _run(argv, environ)
     assert result.returncode == 78
-    assert result.stderr.startswith(f"roster {argv[0]}: ") and named in result.stderr
+    assert result.stderr.startswith(f"Roster {argv[0]} is not configured: ") and named in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

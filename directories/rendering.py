@@ -110,7 +110,7 @@ def _scim_activity_add(data: dict[str, Any], directory: Directory, now: datetime
 
 
 def directory_with_client_secret(directory: Directory, client_secret: str) -> dict[str, Any]:
-    """The Directory with the OAuth client secret just made (`scim.oauth.client_secret`): the one answer
+    """The Directory with the OAuth client secret just made (`data.scim.oauth.client_secret`): the one answer
     that shows it (contract §4.3)."""
     data = directory_data(directory)
     data["scim"]["oauth"] = scim_oauth_data(directory, client_secret=client_secret)

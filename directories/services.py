@@ -200,7 +200,7 @@ def _maps(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _static_secret_enabled(data: dict[str, Any]) -> bool | None:
-    """`scim.static_secret_enabled` of an update (contract §4.3), also accepted as a top-level
+    """`static_secret_enabled` of an update's `scim` object (contract §4.3), also accepted as a top-level
     `static_secret_enabled`; None when absent. Both forms at once must agree."""
     values = []
     if data.get("scim") is not None:

@@ -9,7 +9,7 @@ of the directory's current client secret (`scim_oauth_secret_hash`):
 - checking a token needs only the directory row that SCIM authentication reads anyway, no query of its
   own, and one keyed hash of 33 bytes, the first time a process sees the token; the check is memoized by
   the token and the digest, so the identity provider's next requests with it cost a lookup
-  (bench/README.md, "OAuth access tokens", has the cost beside the static secret's);
+  (bench/README.md, "Other measured costs", has the cost beside the static secret's);
 - a new client secret changes the key, so every token issued before fails on every node at the next
   request, with no token table and nothing in a process's memory that could keep one working: what is
   memoized is keyed by the digest read from the row on every request, so a new digest is checked afresh;

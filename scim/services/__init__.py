@@ -4,7 +4,7 @@ Every service takes the directory explicitly and returns the contract §5 event 
 (scim.storage records them in the outbox with the change; they are sent when the directory has a webhook).
 Uniqueness comes from the database: an IntegrityError on insert or update becomes 409 uniqueness.
 
-Decisions (documented in the README):
+Decisions (docs/decisions.md):
 - PUT that omits `active` keeps the current value (RFC 7644 §3.5.1 lets a server treat omitted
   attributes as not asserted; Okta AIW apps PUT users without it).
 - Deleting a user sends `user.deleted` only, not a `group.user_removed` per membership (as Jackson

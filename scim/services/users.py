@@ -47,7 +47,7 @@ def _user_write(
     if_match: Precondition | None,
 ) -> tuple[DirectoryUser, Events]:
     """Write the user's new document `build(user)` if it changed. `known`: the user as read with the
-    authentication (scim.dispatch; [] when there is no such user), None when it was not read.
+    authentication (scim.processor.process; [] when there is no such user), None when it was not read.
     `if_match`: the request's If-Match, checked against the row the write changes (412)."""
     try:
         return storage.current().user_update(

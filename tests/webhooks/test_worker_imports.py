@@ -1,4 +1,4 @@
-"""What a Celery worker process imports: only what delivery needs (memory, bench/README.md "Memory")."""
+"""What a Celery worker process imports: only what delivery needs (memory, bench/README.md, "Current figures")."""
 
 from __future__ import annotations
 

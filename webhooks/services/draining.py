@@ -49,7 +49,7 @@ the SCIM request that made the change, so it must be cheap and must never raise.
   bounds concurrency and database connections. Each job closes its own thread's database connections
   when done, which also keeps SQLite's file locks short. When IN_PROCESS_BACKLOG keys are already
   queued, the events are left `pending` for the sweep instead of growing memory without bound. The
-  trade-off, documented in the README: events queued in memory when the process is killed stay
+  trade-off, documented in docs/deployment.md: events queued in memory when the process is killed stay
   `pending` until `manage.py webhooks_sweep` runs.
 
 A drain works for at most DRAIN_BUDGET seconds (or until its Celery worker begins a warm shutdown),

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up, check the import contracts (lint-imports) and run the whole test suite. Locally it uses SQLite
 # unless TEST_DATABASE_URL is set; with CI=true it runs on the local PostgreSQL and Redis and fails if
-# either is missing.
+# either is missing, and tests/image/test_container.py builds and runs the container image
+# (scripts/container-test.sh, which installs podman, runc and mmdebstrap when missing; locally it runs
+# with ROSTER_CONTAINER_TEST=1).
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/scim -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -36,7 +36,7 @@ from urllib.parse import quote
 from bench import systems
 from bench.compare import RESULTS, log
 from bench.httpclient import Client
-from bench.procs import CpuMeter, postgres_backends, process_tree
+from bench.procs import CpuMeter, free_port, postgres_backends, process_tree
 from bench.workload import Outcome, okta_user, run_phase
 
 OPS = ("get_404", "filter_username", "create_user", "throttled_429")
@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=6000, help="per round")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--port", type=int, default=8124)
+    parser.add_argument("--port", type=int, default=None, help="the web server's (default: a free one)")
+    parser.add_argument("--database", default="roster_single")
+    parser.add_argument("--redis-db", type=int, default=11)
     systems.web_arguments_add(parser)
     args = parser.parse_args(argv)
     if args.requests < 1 or args.concurrency < 1 or args.rounds < 1:
@@ -57,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"logs-single-{stamp}"
     opts = systems.RosterOptions(
-        port=args.port,
-        database="roster_single",
-        redis_db=11,
+        port=args.port or free_port(),
+        database=args.database,
+        redis_db=args.redis_db,
         web_workers=args.web_workers,
         extra_env=systems.web_env(args),
     )

@@ -48,6 +48,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 
 from core import metrics
+from core.redisclient import redis_client
 
 logger = logging.getLogger("roster.ratelimit")
 
@@ -385,24 +386,11 @@ class Limiter:
 
 
 class _RedisStore:
-    """The shared buckets on Redis, through redis-py (already installed for the broker): one pipeline of
-    EVALSHA per settle, whatever the number of buckets."""
+    """The shared buckets on Redis, through redis-py (already installed for the broker, core.redisclient):
+    one pipeline of EVALSHA per settle, whatever the number of buckets."""
 
     def __init__(self, url: str) -> None:
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        tls = {"ssl_cert_reqs": "required", "ssl_check_hostname": True} if url.startswith("rediss://") else {}
-        self.client = redis.Redis.from_url(
-            url,
-            **tls,
-            socket_connect_timeout=CONNECT_TIMEOUT,
-            socket_timeout=COMMAND_TIMEOUT,
-            retry=Retry(NoBackoff(), 0),
-            protocol=2,
-            driver_info=None,
-        )
+        self.client = redis_client(url, connect_timeout=CONNECT_TIMEOUT, command_timeout=COMMAND_TIMEOUT)
         self.sha = hashlib.sha1(SETTLE_SCRIPT.encode()).hexdigest()  # noqa: S324 - Redis names scripts so
 
     def settle(self, batch: list[tuple[str, int, float]]) -> list[tuple[int, int]]:

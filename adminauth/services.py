@@ -115,6 +115,8 @@ def directory_update_details(changed: list[str], directory: Directory) -> dict[s
         details["name"] = directory.name
     if "deprovision_guard" in changed:
         details["deprovision_guard"] = directory.deprovision_guard
+    if "scim_rate_limit" in changed:
+        details["scim_rate_limit"] = directory.scim_rate_limit
     return details
 
 

@@ -35,6 +35,13 @@ edited), to price a fix before anyone writes it:
 - oauth_token      every SCIM request authenticated with an OAuth access token (contract §4.3) in place of
                    the static secret, the directory's client secret made first; a run with it also prints
                    the credential check alone (the directory's lookup taken out), static secret and token
+- no_limits        SCIM_RATE_LIMIT and API_RATE_LIMIT 0: no rate limit at all (the baseline counts every
+                   request in the broker's Redis, at 600000 per minute, as the compare runs)
+- limits_memory    the rate limits counted in the process only (RATE_LIMIT_STORAGE_URL=memory://)
+- limits_library   each request counted by the `limits` library's sliding-window counter on the same Redis,
+                   one round trip per request (the design core.ratelimit avoids); a run with any limits_*
+                   variant also prints the limiter alone (µs of CPU per admitted request, its settle thread
+                   included)
 """
 
 from __future__ import annotations
@@ -69,6 +76,9 @@ VARIANTS = (
     "no_activity",
     "scim_log",
     "oauth_token",
+    "no_limits",
+    "limits_memory",
+    "limits_library",
 )
 
 
@@ -91,6 +101,14 @@ class Harness:
         self._kick = webhooks.services.draining.kick
         if "no_publish" in on:
             webhooks.services.draining.kick = lambda directory_id, target: None
+        self._rate_limits = (settings.SCIM_RATE_LIMIT, settings.API_RATE_LIMIT, settings.RATE_LIMIT_STORAGE_URL)
+        if "no_limits" in on:
+            settings.SCIM_RATE_LIMIT = settings.API_RATE_LIMIT = 0
+        if "limits_memory" in on:
+            settings.RATE_LIMIT_STORAGE_URL = "memory://"
+        self._admit = None
+        if "limits_library" in on:
+            self._admit = library_admit_install(settings.RATE_LIMIT_STORAGE_URL)
         self._record = Exchange.record
         if "no_activity" in on:
             Exchange.record = lambda exchange: None  # type: ignore[method-assign]
@@ -121,6 +139,7 @@ class Harness:
             self.credential = access_token_issue(directory=self.directory)
         self.base = f"/api/scim/v2.0/{self.directory.id}"
         self.tag = tag
+        self.throttled: tuple[Any, str] | None = None
         self.counter = 0
         self.user_ids: list[str] = []
         self.spares: list[str] = []  # users made beforehand, untimed, for the deprovisions below
@@ -153,6 +172,13 @@ class Harness:
         from scim.http.activity import Exchange
 
         webhooks.services.draining.kick = self._kick
+        from django.conf import settings
+
+        import core.ratelimit
+
+        settings.SCIM_RATE_LIMIT, settings.API_RATE_LIMIT, settings.RATE_LIMIT_STORAGE_URL = self._rate_limits
+        if self._admit is not None:
+            core.ratelimit.admit = self._admit
         lines = logging.getLogger("roster.requests")
         for handler in lines.handlers:
             if handler not in self._saved_logging[1]:
@@ -230,6 +256,30 @@ class Harness:
     def get_404(self) -> tuple[str, bytes]:
         return self.call("GET", f"{self.base}/Users/{uuid.uuid4()}")
 
+    def throttled_429(self) -> tuple[str, bytes]:
+        """A POST /Users of a directory over its rate limit: the refusal answered from memory, recorded in
+        its request log and health counters. The bucket is kept full first (a few µs), at one request a
+        minute, so that no request of the round finds it refilled."""
+        import core.ratelimit as ratelimit
+
+        if self.throttled is None:
+            from directories.services import directory_create
+
+            made = directory_create(
+                data={"tenant": f"costs-{self.tag}-flood", "product": "bench", "scim_rate_limit": 1500}
+            )
+            self.throttled = (made, ratelimit.scim_bucket(made.id))
+        directory, bucket = self.throttled
+        while True:
+            verdict = ratelimit.admit(bucket, 1, surface=ratelimit.SCIM)
+            if verdict is None or not verdict.allowed:
+                break
+        saved, self.credential = self.credential, directory.scim_secret
+        try:
+            return self.call("POST", f"/api/scim/v2.0/{directory.id}/Users", okta_user(self.tag, 0))
+        finally:
+            self.credential = saved
+
     def healthz(self) -> tuple[str, bytes]:
         return self.call("GET", "/healthz")
 
@@ -265,6 +315,7 @@ def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
         ("delete_active", harness.delete_user),
         ("delete_inactive", harness.delete_user),
         ("get_404", harness.get_404),
+        ("throttled_429", harness.throttled_429),
         ("healthz (no SCIM)", harness.healthz),
     ]
     out: dict[str, dict[str, float]] = {}
@@ -304,6 +355,84 @@ def measure(harness: Harness, repeats: int) -> dict[str, dict[str, float]]:
             print(f"-- {name}")
             for q in ctx.captured_queries:
                 print("   ", q["sql"][: int(os.environ.get("COSTS_SQL_WIDTH", "300"))])
+    return out
+
+
+def library_admit_install(url: str) -> Any:
+    """Make core.ratelimit.admit count each request with the `limits` library on the store `url`: its
+    sliding-window counter of a tenth of the minute's budget per six seconds (the same burst), one
+    round trip per request. Returns the admit it replaced."""
+    import limits
+
+    import core.ratelimit as ratelimit
+
+    storage = limits.storage.storage_from_string(url)
+    limiter = limits.strategies.SlidingWindowCounterRateLimiter(storage)
+    replaced = ratelimit.admit
+
+    def admit(key: str, per_minute: int, *, surface: str) -> Any:
+        if per_minute <= 0:
+            return None
+        item = limits.RateLimitItemPerSecond(ratelimit.burst_of(per_minute), 6)
+        allowed = limiter.hit(item, key)
+        return ratelimit.Verdict(allowed, per_minute, 0, 6, 0 if allowed else 1)
+
+    ratelimit.admit = admit
+    return replaced
+
+
+def limiter_alone(url: str, rounds: int = 5, calls: int = 20000) -> dict[str, float]:
+    """Microseconds of CPU of core.ratelimit alone (no HTTP, no database), one bucket of 600000 per minute,
+    the least loaded of `rounds`: the decision of one request in memory:// and with the Redis store; one
+    settle of the Redis store with that bucket (its background thread does one every SETTLE_SECONDS while
+    requests come, whatever their number); and the `limits` library's per-request hit on the same Redis."""
+    import limits
+    from django.conf import settings
+
+    from core.ratelimit import Limiter
+
+    def best_of(run: Any, per: int) -> float:
+        best = float("inf")
+        for _ in range(rounds):
+            cpu0 = time.process_time()
+            run()
+            best = min(best, (time.process_time() - cpu0) / per * 1e6)
+        return round(best, 2)
+
+    out: dict[str, float] = {}
+    saved = settings.RATE_LIMIT_STORAGE_URL
+    try:
+        for name, store in (("decision, memory://", "memory://"), ("decision, redis", url)):
+            settings.RATE_LIMIT_STORAGE_URL = store
+            limiter, key = Limiter(background=False), f"bench:{uuid.uuid4()}"
+            limiter.admit(key, 600_000, surface="scim")
+            limiter.settle()
+
+            def decide(limiter: Limiter = limiter, key: str = key) -> None:
+                for _ in range(calls):
+                    limiter.admit(key, 600_000, surface="scim")
+
+            out[name] = best_of(decide, calls)
+
+            def settles(limiter: Limiter = limiter, key: str = key) -> None:
+                for _ in range(calls // 50):
+                    limiter.admit(key, 600_000, surface="scim")
+                    limiter.settle()
+
+            if store != "memory://":
+                out["one settle, redis (one bucket)"] = round(best_of(settles, calls // 50) - out[name], 2)
+    finally:
+        settings.RATE_LIMIT_STORAGE_URL = saved
+    storage = limits.storage.storage_from_string(url)
+    hit = limits.strategies.SlidingWindowCounterRateLimiter(storage).hit
+    item = limits.RateLimitItemPerSecond(60_000, 6)
+
+    def library() -> None:
+        for _ in range(calls // 10):
+            hit(item, "bench-library")
+
+    out["limits library on redis, per request"] = best_of(library, calls // 10)
+    storage.reset()
     return out
 
 
@@ -366,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     call_command("migrate", verbosity=0)
     results: dict[str, Any] = {}
     checks: dict[str, float] = {}
+    alone: dict[str, float] = {}
     for variant in variants:
         harness = Harness(variant)
         try:
@@ -375,6 +505,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{variant}: " + ", ".join(f"{k} {v['cpu_ms']} ms" for k, v in results[variant].items()), flush=True)
         if variant == "oauth_token":
             checks = credential_checks(harness.directory)
+        if variant.startswith(("limits_", "no_limits")) and not alone:
+            from django.conf import settings
+
+            alone = limiter_alone(settings.RATE_LIMIT_STORAGE_URL)
 
     # Nothing consumes the publishes made here; drop them so no worker ever tries them.
     import subprocess
@@ -383,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if "oauth_token" in variants:
         print("\nthe credential check alone, CPU µs: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
+    if alone:
+        print("\nthe rate limiter alone, CPU µs per request: " + ", ".join(f"{k} {v}" for k, v in alone.items()))
     ops = list(results[variants[0]])
     print()
     print("| operation | queries | " + " | ".join(f"{v} CPU ms" for v in variants) + " |")

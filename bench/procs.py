@@ -103,7 +103,7 @@ def memory_kib(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def _command(pid: int) -> str:
+def command_name(pid: int) -> str:
     """A short name for a process: its program and first argument ("server.web", "celery -A")."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -148,7 +148,7 @@ class MemorySampler:
                 r, p = memory_kib(pid)
                 rss += r
                 pss += p
-                split.append((_command(pid), p))
+                split.append((command_name(pid), p))
             self.peak_rss[name] = max(self.peak_rss.get(name, 0), rss)
             if pss > self.peak_pss.get(name, 0):
                 self.peak_pss[name] = pss
@@ -176,6 +176,13 @@ def wait_http(host: str, port: int, path: str, *, timeout: float = 60.0, proc: S
             time.sleep(0.2)
     tail = proc.tail() if proc else ""
     raise RuntimeError(f"{host}:{port}{path} did not answer within {timeout:.0f}s\n{tail}")
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, for a server a run starts (never a fixed one: the machine is shared)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def port_free(port: int) -> bool:

@@ -6,6 +6,8 @@ POST /<scheme>/<tag>  a delivery; `scheme` is `roster` or `jackson` (picks the s
                       timestamp unit, see bench.signatures), `tag` separates workload runs.
 GET  /stats/<scheme>/<tag>  JSON: received, valid, invalid (with reasons), duplicates, count per event
                       type, first/last arrival (unix seconds, this machine's clock).
+GET  /ids/<scheme>/<tag>    JSON: the id of every event received (each once), for a run that checks them
+                      one by one against what the system recorded (bench.soak).
 GET  /health
 
 It answers 200 with an empty body at once, like a well-behaved application endpoint, so the
@@ -89,6 +91,11 @@ class Receiver:
             tally.first_at = tally.first_at or now
             tally.last_at = now
 
+    def ids(self, key: str) -> list[str]:
+        with self.lock:
+            tally = self.tallies.get(key)
+            return sorted(tally.event_ids) if tally else []
+
     def stats(self, key: str) -> dict[str, Any]:
         with self.lock:
             tally = self.tallies.get(key)
@@ -127,6 +134,9 @@ def make_handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             parts = self.path.strip("/").split("/")
             if len(parts) == 3 and parts[0] == "stats":
                 self._send(200, orjson.dumps(receiver.stats(f"{parts[1]}/{parts[2]}")))
+                return
+            if len(parts) == 3 and parts[0] == "ids":
+                self._send(200, orjson.dumps(receiver.ids(f"{parts[1]}/{parts[2]}")))
                 return
             self._send(404)
 

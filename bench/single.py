@@ -12,8 +12,10 @@ request, so a server setting or a change in the request path can be priced where
 Operations: `get_404` (GET of a user id that does not exist), `filter_username` (GET /Users with
 `filter=userName eq`, on users created first), `create_user` (Okta's POST /Users; each one also makes a
 webhook event, delivered by the Celery worker to an address where nothing listens: the drain's
-failures are part of the cost). Rounds run back to back on one server; the first round also warms the
-workers up, so compare the later ones.
+failures are part of the cost), `throttled_429` (the GET of `get_404` from a directory over its rate
+limit: its `scim_rate_limit` set to 1500 a minute and its burst spent first, so nearly every request is
+refused from memory, kept in the request log; about 25 a second get through). Rounds run back to back
+on one server; the first round also warms the workers up, so compare the later ones.
 """
 
 from __future__ import annotations
@@ -34,10 +36,10 @@ from urllib.parse import quote
 from bench import systems
 from bench.compare import RESULTS, log
 from bench.httpclient import Client
-from bench.procs import CpuMeter, postgres_backends, process_tree
+from bench.procs import CpuMeter, free_port, postgres_backends, process_tree
 from bench.workload import Outcome, okta_user, run_phase
 
-OPS = ("get_404", "filter_username", "create_user")
+OPS = ("get_404", "filter_username", "create_user", "throttled_429")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=6000, help="per round")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--port", type=int, default=8124)
+    parser.add_argument("--port", type=int, default=None, help="the web server's (default: a free one)")
+    parser.add_argument("--database", default="roster_single")
+    parser.add_argument("--redis-db", type=int, default=11)
     systems.web_arguments_add(parser)
     args = parser.parse_args(argv)
     if args.requests < 1 or args.concurrency < 1 or args.rounds < 1:
@@ -55,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"logs-single-{stamp}"
     opts = systems.RosterOptions(
-        port=args.port,
-        database="roster_single",
-        redis_db=11,
+        port=args.port or free_port(),
+        database=args.database,
+        redis_db=args.redis_db,
         web_workers=args.web_workers,
         extra_env=systems.web_env(args),
     )
@@ -90,7 +94,21 @@ def main(argv: list[str] | None = None) -> int:
             query = quote(f'userName eq "{names[i % len(names)]}"', safe="")
             return check(client.request("GET", f"{scim}/Users?filter={query}"), 200)
 
-        op = {"get_404": get_404, "filter_username": filter_username, "create_user": create}[args.op]
+        def throttled(client: Client, _i: int) -> Outcome:
+            resp = client.request("GET", f"{scim}/Users/{uuid.uuid4()}")
+            return resp, None if resp.status in (429, 404) else f"HTTP {resp.status} (expected 429)"
+
+        ops = {"get_404": get_404, "filter_username": filter_username, "create_user": create}
+        op = {**ops, "throttled_429": throttled}[args.op]
+        if args.op == "throttled_429":
+            directory_id = scim.rstrip("/").rpartition("/")[2]
+            admin = Client(system.base_url, token=system.api_key)
+            limited = admin.request("PATCH", f"/api/v1/directory-sync/{directory_id}", {"scim_rate_limit": 1500})
+            admin.close()
+            if limited.status != 200:
+                raise RuntimeError(f"setting the directory's limit answered {limited.status}")
+            while clients[0].request("GET", f"{scim}/Users/{uuid.uuid4()}").status != 429:
+                pass  # its burst, spent
         if args.op == "filter_username":
             seeded = run_phase("seed", 2000, create, clients)
             if seeded.errors:

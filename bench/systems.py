@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.httpclient import Client
-from bench.procs import Service, recreate_database, wait_http
+from bench.procs import Service, free_port, recreate_database, wait_http
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -156,6 +156,22 @@ def web_env(args: argparse.Namespace) -> dict[str, str]:
     return {name: str(value) for name, value in given if value}
 
 
+# The rate limits at their defaults (roster_env sets the compare's 600000), counted in the broker's Redis as
+# RATE_LIMIT_STORAGE_URL defaults to it: the runs that are about the limits, or run at their defaults.
+LIMITS_AT_DEFAULTS = {"SCIM_RATE_LIMIT": "3000", "API_RATE_LIMIT": "6000"}
+
+
+def options_at_default_limits(args: argparse.Namespace, *, database: str, redis_db: int) -> RosterOptions:
+    """Roster on a free port, with the web options of `web_arguments_add` and LIMITS_AT_DEFAULTS."""
+    return RosterOptions(
+        port=free_port(),
+        database=database,
+        redis_db=redis_db,
+        web_workers=args.web_workers,
+        extra_env={**web_env(args), **LIMITS_AT_DEFAULTS},
+    )
+
+
 def web_command(opts: RosterOptions) -> list[str]:
     """The README's production command for the web server, on the benchmark's port."""
     argv = [str(opts.bin_dir / "python"), "-m", "server.web", "--bind", f"127.0.0.1:{opts.port}"]
@@ -202,6 +218,10 @@ def roster_env(opts: RosterOptions) -> dict[str, str]:
             # Operations on, as in production (issue 22: the comparison must hold with them): every SCIM
             # request counted for /metrics, a JSON line per SCIM write and per 4xx.
             "METRICS_TOKEN": "bench-metrics-token",
+            # Rate limits on (contract §4.5), at a level the workload never reaches, counted in the broker's
+            # Redis as production does: what the limiter costs is inside every figure.
+            "SCIM_RATE_LIMIT": "600000",
+            "API_RATE_LIMIT": "600000",
             "LOG_FORMAT": "json",
             "LOG_LEVEL": "INFO",
             "PYTHONUNBUFFERED": "1",

@@ -7,6 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.env import BASE_DIR, env, require
 from core import metricsdir
 from core.logformat import formatter_class
+from core.ratelimit import storage_url_check, storage_url_default
 from core.version import VERSION
 from setuplinks.headers import frame_ancestors_check
 
@@ -60,6 +61,18 @@ SCIM_LOG_RETENTION_DAYS = env.int("SCIM_LOG_RETENTION_DAYS", default=7)
 SCIM_SILENT_DAYS = env.int("SCIM_SILENT_DAYS", default=7)
 SCIM_ACTIVITY_FLUSH_SECONDS = env.float("SCIM_ACTIVITY_FLUSH_SECONDS", default=2.0)
 
+# Rate limits (contract §4.5, core.ratelimit): SCIM requests per minute per directory (a directory's
+# scim_rate_limit overrides it) and REST requests per minute per API key, 0 for no limit; and where every
+# node and process counts them: a Redis URL (the broker's when it is Redis), or memory:// (each process
+# counts alone).
+SCIM_RATE_LIMIT = env.int("SCIM_RATE_LIMIT", default=3000)
+API_RATE_LIMIT = env.int("API_RATE_LIMIT", default=6000)
+if SCIM_RATE_LIMIT < 0 or API_RATE_LIMIT < 0:
+    raise ImproperlyConfigured("SCIM_RATE_LIMIT and API_RATE_LIMIT are requests per minute: 0 (no limit) or more.")
+RATE_LIMIT_STORAGE_URL = storage_url_check(
+    env.str("RATE_LIMIT_STORAGE_URL", default="") or storage_url_default(CELERY_BROKER_URL)
+)
+
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
@@ -84,9 +97,14 @@ MIDDLEWARE = [
     # Outermost: every answer carries X-Request-Id, every log line of the request its id, every 4xx/5xx
     # leaves a log line, and the request is counted for /metrics (config/requestscope.py).
     "config.requestscope.RequestScopeMiddleware",
+    # The RateLimit headers (and Retry-After) of a request a rate limit counted (core/ratelimit.py).
+    "core.ratelimit.HeadersMiddleware",
     # Every answer under /setup/ gets its security headers (no-store, CSP frame-ancestors, ...), whatever
     # made it, and no X-Frame-Options (setuplinks/headers.py).
     "setuplinks.middleware.SetupHeadersMiddleware",
+    # Every answer under /portal/ gets its Content-Security-Policy: Roster's own scripts and styles only
+    # (portal/middleware.py).
+    "portal.middleware.PortalHeadersMiddleware",
     # Then: REST and admin API answers get X-Request-Id, and no exception leaves them as HTML or a
     # bare 500 (a lost database is a 503 with Retry-After).
     "config.errorpages.ApiErrorMiddleware",

@@ -3,8 +3,9 @@ the exposition that GET /metrics serves.
 
 Counted where it happens, by the layer that knows it: SCIM requests in the SCIM adapter
 (scim/http/views.py), other HTTP requests in config.requestscope, events recorded and delivery
-attempts in webhooks, admin login failures in adminauth.throttle. Read at scrape time instead, from
-the database, by the /metrics view (operations.views): the outbox backlog and the last sweep.
+attempts in webhooks, admin login failures in adminauth.throttle, rate-limit refusals in core.ratelimit.
+Read at scrape time instead, from the database, by the /metrics view (operations.views): the outbox
+backlog and the last sweep.
 
 Label values are only ever bounded, non-personal words: directory types, HTTP methods, resource
 types, status classes, route patterns (never a path), event types, outcome and error classes. Never a
@@ -115,6 +116,13 @@ class _Families:
             buckets=LAG_BUCKETS,
             registry=registry,
         )
+        self.rate_limited = Counter(
+            "roster_rate_limited_requests",
+            "Requests refused with 429 by a rate limit (contract §4.5), by surface: scim (per directory, its "
+            "token endpoint included) or rest (per API key).",
+            ["surface"],
+            registry=registry,
+        )
         self.login_failures = Counter(
             "roster_admin_login_failures",
             "Failed admin credentials (admin API root token or admin token, portal sign-in).",
@@ -195,6 +203,13 @@ def deliveries_closed(*, outcome: str, reason: str, count: int = 1) -> None:
     if not enabled() or count <= 0:
         return
     _child("deliveries", (outcome, reason)).inc(count)
+
+
+def rate_limited(*, surface: str) -> None:
+    """One request refused by a rate limit (core.ratelimit); `surface` is scim or rest."""
+    if not enabled():
+        return
+    _child("rate_limited", (surface,)).inc()
 
 
 def login_failure() -> None:

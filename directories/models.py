@@ -62,6 +62,9 @@ class Directory(models.Model):
     deprovision_guard = models.JSONField(default=guard_defaults)
     guard_tripped_at = models.DateTimeField(null=True, blank=True)
     guard_armed_at = models.DateTimeField(null=True, blank=True)
+    # Its rate limit (contract §4.5, core.ratelimit): SCIM requests per minute, 1500…600000; 0 for none;
+    # null for the SCIM_RATE_LIMIT setting.
+    scim_rate_limit = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -237,6 +240,7 @@ class HealthState(models.TextChoices):
 
     DEACTIVATED = "deactivated", "Deactivated"
     INVALID_CREDENTIALS = "invalid_credentials", "Invalid credentials"
+    THROTTLED = "throttled", "Throttled"
     FAILING = "failing", "Failing"
     SILENT = "silent", "Silent"
     HEALTHY = "healthy", "Healthy"
@@ -266,6 +270,8 @@ class ScimHealth(models.Model):
     recent_failures = models.JSONField(default=list, blank=True)
     # {"<hour since the epoch>": [requests, errors, auth failures]}, the last 24 hours only.
     hours = models.JSONField(default=dict, blank=True)
+    # {"<ten seconds since the epoch>": [requests, refused by the rate limit]}, the last minute only.
+    last_minute = models.JSONField(default=dict, blank=True)
     secret_last_used_at = models.DateTimeField(null=True, blank=True)
     previous_secret_last_used_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -89,6 +89,8 @@ def directory_data(
     # the deprovision guard (contract §4.2): its setting, whole, and its state
     data["deprovision_guard"] = guard_setting(directory.deprovision_guard)
     data["guard"] = guard_data(directory, guard)
+    # its SCIM rate limit (contract §4.5): as set (null: SCIM_RATE_LIMIT applies)
+    data["scim_rate_limit"] = directory.scim_rate_limit
     return data
 
 

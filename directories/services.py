@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from core import ratelimit
 from core.apiinput import fields_known
 from core.crypto import secret_digest
 from core.errors import Conflict, NotFound, ValidationFailed
@@ -39,9 +40,14 @@ UPDATABLE_FIELDS = (
     "static_secret_enabled",
     # the deprovision guard (contract §4.2): a partial object, merged
     "deprovision_guard",
+    # its SCIM rate limit (contract §4.5): requests per minute, 0 for none, null for SCIM_RATE_LIMIT
+    "scim_rate_limit",
 )
 # The fields of `scim` an update may name; the rest of the Directory's `scim` object is read-only.
 SCIM_UPDATABLE_FIELDS = ("static_secret_enabled",)
+# A directory's own SCIM rate limit, in requests per minute (contract §4.5); 0 is no limit.
+SCIM_RATE_LIMIT_MIN = 1500
+SCIM_RATE_LIMIT_MAX = 600_000
 # A rotation may keep the previous SCIM secret working this long (contract §4.1: 7 days).
 GRACE_SECONDS_MAX = 7 * 24 * 3600
 
@@ -98,7 +104,8 @@ def _webhook_fields(data: dict[str, Any], *, current_url: str) -> tuple[str | No
 
 def directory_create(*, data: dict[str, Any]) -> Directory:
     """Create a directory from request data (name, tenant, product, type, webhook_url, webhook_secret,
-    log_webhook_events, log_scim_requests), raising ValidationFailed with a message naming the bad field."""
+    log_webhook_events, log_scim_requests, scim_rate_limit), raising ValidationFailed with a message naming
+    the bad field."""
     if not isinstance(data, dict):
         raise ValidationFailed("The body must be a JSON object.")
     tenant = _tenant_or_product(data, "tenant")
@@ -111,6 +118,7 @@ def directory_create(*, data: dict[str, Any]) -> Directory:
     webhook_url, webhook_secret = _webhook_fields(data, current_url="")
     log_events = _boolean(data, "log_webhook_events") or False
     log_requests = _boolean(data, "log_scim_requests") or False
+    rate_limit = scim_rate_limit_check(data.get("scim_rate_limit"))
     with transaction.atomic():
         directory = Directory.objects.create(
             name=name,
@@ -119,6 +127,7 @@ def directory_create(*, data: dict[str, Any]) -> Directory:
             type=dir_type,
             log_webhook_events=log_events,
             log_scim_requests=log_requests,
+            scim_rate_limit=rate_limit,
             scim_secret=secret_generate(),
             webhook_url=webhook_url or "",
             webhook_secret=(webhook_secret or secret_generate()) if webhook_url else "",
@@ -162,6 +171,8 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
         changes["scim_static_secret_enabled"] = static
     if "deprovision_guard" in data:
         changes["deprovision_guard"] = guard_setting_merge(directory.deprovision_guard, data["deprovision_guard"])
+    if "scim_rate_limit" in data:
+        changes["scim_rate_limit"] = scim_rate_limit_check(data["scim_rate_limit"])
     changed = [f for f, v in changes.items() if getattr(directory, f) != v]
     if not changed:
         return directory, []
@@ -181,7 +192,30 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
             event = "dsync.deactivated" if directory.deactivated else "dsync.activated"
             _events().event_record(directory=directory, event_type=event, data=_public(directory))
             scim_health_settle(directory=directory)  # `deactivated` is a health state of its own
+        if "scim_rate_limit" in changed:
+            # A new limit starts with a full bucket, on every node: a throttled directory whose limit was
+            # raised (or removed) is not held to what it spent under the old one.
+            bucket = ratelimit.scim_bucket(directory.id)
+            transaction.on_commit(lambda: ratelimit.forget(bucket))
     return directory, changed
+
+
+def scim_rate_limit_check(value: object) -> int | None:
+    """A directory's `scim_rate_limit`: null (SCIM_RATE_LIMIT applies), 0 (no limit) or an integer from
+    SCIM_RATE_LIMIT_MIN to SCIM_RATE_LIMIT_MAX requests per minute (not a bool, a float or a string)."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not (value == 0 or SCIM_RATE_LIMIT_MIN <= value <= SCIM_RATE_LIMIT_MAX)
+    ):
+        raise ValidationFailed(
+            f"scim_rate_limit must be an integer from {SCIM_RATE_LIMIT_MIN} to {SCIM_RATE_LIMIT_MAX} requests per "
+            "minute, 0 for no limit, or null for the deployment's SCIM_RATE_LIMIT.",
+            field="scim_rate_limit",
+        )
+    return value
 
 
 def _maps(data: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 from kombu.utils.url import maybe_sanitize_url
 
+from core import ratelimit
+from core.ratelimit import MEMORY
 from directories.guard.selectors import guard_tripped_directories
 from operations.probes import broker_probe, database_clock, database_probe
 from webhooks.selectors import heartbeat_get, outbox_backlog, sending_count
@@ -68,6 +70,7 @@ class Doctor:
             ("database", self.database),
             ("migrations", self.migrations),
             ("broker", self.broker),
+            ("limits", self.rate_limits),
             ("worker", self.worker),
             ("beat", self.beat),
             ("outbox", self.outbox),
@@ -227,6 +230,33 @@ class Doctor:
             return
         self.broker_ok = True
         yield Finding(OK, "broker", f"{shown} answers ({probe.milliseconds:.0f} ms)")
+
+    def rate_limits(self) -> Iterator[Finding]:
+        """The limits (contract §4.5) and their store: a Redis store must answer (else every request is let
+        through uncounted); memory:// counts per process, so N web workers allow N times each limit."""
+        limits = [f"SCIM {settings.SCIM_RATE_LIMIT or 'unlimited'}", f"REST {settings.API_RATE_LIMIT or 'unlimited'}"]
+        yield Finding(OK, "limits", f"per minute: {', '.join(limits)} (per directory and per API key)")
+        url = settings.RATE_LIMIT_STORAGE_URL
+        if url == MEMORY:
+            yield Finding(
+                INFO if settings.DEBUG else WARN,
+                "limit_store",
+                "memory://: each process counts alone, so the limits multiply by the number of web workers",
+                "set RATE_LIMIT_STORAGE_URL to a Redis URL shared by every node (the broker's Redis will do)",
+            )
+            return
+        started = time.monotonic()
+        problem = ratelimit.store_problem()
+        if problem is not None:
+            yield Finding(
+                FAIL,
+                "limit_store",
+                f"{problem}: requests are let through uncounted",
+                "start Redis, or correct RATE_LIMIT_STORAGE_URL",
+            )
+            return
+        milliseconds = (time.monotonic() - started) * 1000
+        yield Finding(OK, "limit_store", f"{maybe_sanitize_url(url)} answers ({milliseconds:.0f} ms)")
 
     def worker(self) -> Iterator[Finding]:
         if not settings.CELERY_BROKER_URL:

@@ -86,6 +86,13 @@ class DirectoryEditForm(forms.Form):
         required=False, label="Within this many minutes", help_text="1 to 10080 (7 days)."
     )
 
+    # The directory's SCIM rate limit (contract §4.5): empty for the deployment's SCIM_RATE_LIMIT.
+    scim_rate_limit = forms.IntegerField(
+        required=False,
+        label="SCIM requests per minute",
+        help_text="1500 to 600000, 0 for no limit; empty for this deployment's default.",
+    )
+
     # Each setting of the guard, and the field that shows it.
     GUARD_FIELDS = {
         "enabled": "guard_enabled",
@@ -114,6 +121,8 @@ class DirectoryEditForm(forms.Form):
             "log_webhook_events": self.cleaned_data["log_webhook_events"],
             "log_scim_requests": self.cleaned_data["log_scim_requests"],
         }
+        if "scim_rate_limit" in self.data:
+            data["scim_rate_limit"] = self.cleaned_data["scim_rate_limit"]  # None: the deployment's default
         if shown:
             # An empty number keeps the current value.
             data["deprovision_guard"] = {key: value for key, value in guard.items() if value is not None}

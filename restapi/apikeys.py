@@ -10,6 +10,7 @@ from rest_framework.request import Request
 
 from core.bearer import bearer_token
 from directories.models import ApiKey, api_key_hash
+from restapi.ratelimits import api_key_admit
 
 
 def api_key_resolve(header: str | None) -> str | ApiKey | None:
@@ -33,6 +34,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         principal = api_key_resolve(request.META.get("HTTP_AUTHORIZATION"))
         if principal is None:
             raise exceptions.AuthenticationFailed("Missing or invalid API key. Send Authorization: Bearer <key>.")
+        api_key_admit(request, principal)  # the key's rate limit: 429 when over it
         return (None, principal)
 
     def authenticate_header(self, request: Request) -> str:

@@ -32,6 +32,7 @@ from core.envelope import EnvelopeOnly
 from core.errors import ValidationFailed
 from core.requestid import HEADER
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
+from directories.services import SCIM_RATE_LIMIT_MAX, SCIM_RATE_LIMIT_MIN
 from restapi.apikeys import ApiKeyAuthentication
 from restapi.openapi_common import errors
 from restapi.renderers import OrjsonRenderer
@@ -69,6 +70,14 @@ def _response_headers(status: str) -> dict[str, Any]:
     }
     if status == "401":
         headers["WWW-Authenticate"] = {"required": True, "schema": {"type": "string"}}
+    else:
+        headers.update(RATE_LIMIT_HEADERS)
+    if status == "429":
+        headers["Retry-After"] = {
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+            "description": "Whole seconds after which a request of this API key is accepted again.",
+        }
     if status == "503":
         headers["Retry-After"] = {
             "required": True,
@@ -77,6 +86,26 @@ def _response_headers(status: str) -> dict[str, Any]:
         }
     return headers
 
+
+# On every answer to a request counted by the API key's rate limit (not when API_RATE_LIMIT is 0), as in
+# the IETF RateLimit header fields draft.
+RATE_LIMIT_HEADERS: dict[str, Any] = {
+    "RateLimit-Limit": {
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1},
+        "description": "The API key's limit, in requests per minute.",
+    },
+    "RateLimit-Remaining": {
+        "required": False,
+        "schema": {"type": "integer", "minimum": 0},
+        "description": "Requests the key may make back to back from now (at most a tenth of the limit).",
+    },
+    "RateLimit-Reset": {
+        "required": False,
+        "schema": {"type": "integer", "minimum": 0},
+        "description": "Whole seconds until RateLimit-Remaining is back at its most.",
+    },
+}
 
 # Bodies that refuse any field they do not list (a 400).
 _CLOSED_BODIES = (
@@ -99,7 +128,8 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
       extend_schema's operationId; the alias's get a `_dsync` suffix (drf-spectacular would otherwise
       number them with a warning).
     - A PATCH naming a field that cannot be updated is a 400: no additional properties.
-    - The headers every answer carries (X-Request-Id), and those of 401 and 503.
+    - The headers every answer carries (X-Request-Id), those of an API key's rate limit, and those of 401,
+      429 and 503.
     """
     for path, operations in result["paths"].items():
         for operation in operations.values():
@@ -114,7 +144,18 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
         if name.endswith("DirectoryPatchInput"):
             for field, bounds in MAP_SCHEMAS.items():
                 schema["properties"][field].update(bounds)
+        if name.endswith(("DirectoryPatchInput", "DirectoryCreateInput")):
+            rate_limit = schema["properties"]["scim_rate_limit"]
+            rate_limit.pop("type", None)
+            rate_limit["anyOf"] = SCIM_RATE_LIMIT_SCHEMA
     return result
+
+
+# directories.services.scim_rate_limit_check: 0, or SCIM_RATE_LIMIT_MIN to SCIM_RATE_LIMIT_MAX (null: nullable).
+SCIM_RATE_LIMIT_SCHEMA: list[dict[str, Any]] = [
+    {"type": "integer", "enum": [0]},
+    {"type": "integer", "minimum": SCIM_RATE_LIMIT_MIN, "maximum": SCIM_RATE_LIMIT_MAX},
+]
 
 
 # The bounds directories.mapping enforces on the two maps of DirectoryPatchInput (openapi_directories).

@@ -71,11 +71,15 @@ ERRORS = {
     406: _error("The Accept header rules out application/json"),
     410: _error("What was asked for is no longer kept"),
     413: _error("The request body is larger than 1 MiB"),
+    429: _error(
+        "Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after "
+        "Retry-After seconds"
+    ),
     500: _error("Unexpected error; the message carries the request id, also sent as X-Request-Id"),
     503: _error("The database is unavailable; retry after Retry-After seconds"),
 }
 
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error responses of an operation: 400, 401, 406, 500 and 503 always, plus `statuses`."""
-    return {status: ERRORS[status] for status in sorted({400, 401, 406, 500, 503, *statuses})}
+    """The error responses of an operation: 400, 401, 406, 429, 500 and 503 always, plus `statuses`."""
+    return {status: ERRORS[status] for status in sorted({400, 401, 406, 429, 500, 503, *statuses})}

@@ -56,7 +56,8 @@ class HealthSerializer(serializers.Serializer):
     state = serializers.ChoiceField(
         choices=HEALTH_STATES,
         help_text="First match wins: deactivated; invalid_credentials (a 401 and no authenticated request "
-        "since); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); "
+        "since); throttled (more than half of the last minute's requests were refused by the rate limit); "
+        "failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); "
         "healthy; never_connected.",
     )
     last_request_at = serializers.DateTimeField(allow_null=True)
@@ -145,6 +146,11 @@ class DirectorySerializer(serializers.Serializer):
     events = EventsSummary(help_text="Where the directory's changes feed stands (GET .../changes).")
     deprovision_guard = DeprovisionGuardSetting(help_text="The deprovision guard's setting.")
     guard = GuardSerializer(help_text="The deprovision guard's state.")
+    scim_rate_limit = serializers.IntegerField(
+        allow_null=True,
+        help_text="SCIM requests per minute this directory may make (a tenth of it at once); 0: no limit; null: "
+        "the deployment's SCIM_RATE_LIMIT. Beyond it, SCIM answers 429 with Retry-After.",
+    )
 
 
 def _optional_text(max_length: int, help_text: str) -> serializers.CharField:
@@ -174,6 +180,13 @@ class DirectoryCreateInput(serializers.Serializer):
     webhook_secret = _optional_text(512, "Needs webhook_url; generated if omitted.")
     log_webhook_events = serializers.BooleanField(required=False, allow_null=True, default=False)
     log_scim_requests = serializers.BooleanField(required=False, allow_null=True, default=False)
+    # its bounds are set by restapi.openapi._tighten, as DirectoryPatchInput's
+    scim_rate_limit = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="SCIM requests per minute, 1500 to 600000; 0 for no limit; null or absent for the deployment's "
+        "SCIM_RATE_LIMIT.",
+    )
 
 
 def _map_input(help_text: str) -> serializers.DictField:
@@ -218,6 +231,13 @@ class DirectoryPatchInput(serializers.Serializer):
         required=False, allow_null=True, help_text="The same as static_secret_enabled in scim; both, when sent, agree."
     )
     deprovision_guard = DeprovisionGuardInput(required=False)
+    # its bounds (0, or SCIM_RATE_LIMIT_MIN to SCIM_RATE_LIMIT_MAX) are set by restapi.openapi._tighten
+    scim_rate_limit = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="SCIM requests per minute, 1500 to 600000; 0 for no limit; null for the deployment's "
+        "SCIM_RATE_LIMIT. A new limit starts with a full budget.",
+    )
 
 
 DirectoryEnvelope = envelope("DirectoryEnvelope", DirectorySerializer())

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from django.db import transaction
 
+from directories.models import Directory
 from scim.authentication import UNAUTHORIZED, Seen, authenticate
 from scim.http.request import ScimRequest
 from scim.protocol.errors import ScimError, invalid_syntax, invalid_value, not_found
@@ -28,11 +29,19 @@ Result = dict[str, Any]
 Callback = Callable[[dict[str, Any]], None]
 
 
-def process(req: ScimRequest, callback: Callback | None = None, *, seen: Seen | None = None) -> Result:
+def process(
+    req: ScimRequest,
+    callback: Callback | None = None,
+    *,
+    seen: Seen | None = None,
+    admit: Callable[[Directory], None] | None = None,
+) -> Result:
     """Process one SCIM request, from the embedding API or either HTTP entry (scim.http.views); returns
     {"status": int, "data": dict | None} (and "version", the version of the one resource answered, which
     the HTTP entries send as ETag), and calls `callback` as `scim_request` documents. `seen`, when
-    given, learns what `authenticate` found."""
+    given, learns what `authenticate` found; `admit`, when given, is called with the directory once the
+    credential matched, before anything else is read (the HTTP entries' rate limit, scim/http/limits.py),
+    and may raise a ScimError (429) that answers instead."""
     route, method = req.route, req.method
     try:
         if not text_ok(req.directory_id):
@@ -42,6 +51,8 @@ def process(req: ScimRequest, callback: Callback | None = None, *, seen: Seen | 
         # never the parsing of its body or filter.
         read = target.first_read(req) if target is not None and target.first_read is not None else None
         directory = authenticate(req.directory_id, req.secret, read=read, seen=seen)
+        if admit is not None:
+            admit(directory)
         if not isinstance(req.query, dict):
             raise invalid_value("query must be an object.")
         check_query(req.query)

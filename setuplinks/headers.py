@@ -25,6 +25,7 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ImproperlyConfigured
 
+from core.csp import strict_policy
 from core.surfaces import SETUP, surface_of
 
 SETUP_PREFIX = "/setup/"
@@ -70,11 +71,8 @@ def frame_ancestors_check(raw: str | Iterable[str]) -> tuple[str, ...]:
 
 def content_security_policy(frame_ancestors: Iterable[str]) -> str:
     # Styles and the one optional script come from Roster's static files; the script reads the status
-    # part of the page from Roster only. data: images: the favicon placeholder.
-    return (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        f"form-action 'self'; base-uri 'none'; frame-ancestors {' '.join(frame_ancestors)}"
-    )
+    # part of the page from Roster only (connect-src 'self').
+    return strict_policy(frame_ancestors)
 
 
 def setup_headers(frame_ancestors: Iterable[str]) -> dict[str, str]:

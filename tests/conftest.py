@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,6 +30,65 @@ def _health_counters_per_test() -> Iterator[None]:
     recorder.discard()
     yield
     recorder.discard()
+
+
+@pytest.fixture(autouse=True)
+def _rate_limits_per_test() -> Iterator[None]:
+    """Each process keeps its rate-limit buckets in memory (core.ratelimit, memory:// in the suite): a test
+    starts with full buckets, whatever the tests before it spent with the same API key."""
+    from core import ratelimit
+
+    ratelimit.reset()
+    yield
+    ratelimit.reset()
+
+
+class LimiterClock:
+    """The rate limiter's clock (core.ratelimit), stopped: the buckets refill only when a test moves it on
+    (`advance`), so a test's requests, however slow the machine, find the budget it expects. `run()` lets it
+    go (a test that really waits a Retry-After)."""
+
+    # As on a machine up for eleven days: readings this large carry the rounding errors production's do.
+    UPTIME = 1e6
+
+    def __init__(self) -> None:
+        self.now = time.monotonic() + self.UPTIME
+        self.running = False
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.UPTIME if self.running else self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def run(self) -> None:
+        self.running = True
+
+
+@pytest.fixture
+def limiter_clock(monkeypatch: pytest.MonkeyPatch) -> LimiterClock:
+    from core import ratelimit
+
+    stopped = LimiterClock()
+    monkeypatch.setattr(ratelimit, "_clock", stopped)
+    return stopped
+
+
+@pytest.fixture
+def limit_store(settings) -> str:  # noqa: ANN001
+    """The test broker's Redis (TEST_BROKER_URL) as the rate limits' store; under CI=true an unreachable one
+    fails the test."""
+    import redis
+
+    url = settings.TEST_BROKER_URL
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except redis.RedisError:
+        if getattr(settings, "CI", False):
+            pytest.fail(f"CI=true but the test Redis {url} is unreachable")
+        pytest.skip(f"test Redis {url} unreachable (allowed outside CI)")
+    settings.RATE_LIMIT_STORAGE_URL = url
+    return url
 
 
 @pytest.fixture

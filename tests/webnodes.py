@@ -35,7 +35,7 @@ def _database_url() -> str:
 
 
 class Node:
-    def __init__(self, name: str, logs: Path) -> None:
+    def __init__(self, name: str, logs: Path, env: dict[str, str] | None = None) -> None:
         self.port = _free_port()
         env = {
             "PATH": "/usr/bin:/bin",
@@ -52,6 +52,7 @@ class Node:
             "LOG_LEVEL": "INFO",
             "SCIM_ACTIVITY_FLUSH_SECONDS": "0.2",
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),  # what a test adds, e.g. a shared rate-limit store
         }
         argv = [sys.executable, "-m", "server.web", "--bind", f"127.0.0.1:{self.port}", "--workers", "1"]
         self.service = Service(f"roster-{name}", argv, env=env, cwd=ROOT, log=logs / f"{name}.log")

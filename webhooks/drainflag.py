@@ -20,6 +20,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from core.redisclient import redis_client
+
 if TYPE_CHECKING:
     import redis
 
@@ -41,26 +43,7 @@ return 0
 
 class DrainFlag:
     def __init__(self, url: str) -> None:
-        # Imported here: a process without a Redis broker never constructs one, and does not load
-        # redis-py (several MB per process).
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        # Said explicitly rather than left to redis-py's defaults: a rediss:// broker's certificate is
-        # verified, host name included.
-        tls = {"ssl_cert_reqs": "required", "ssl_check_hostname": True} if url.startswith("rediss://") else {}
-        self.client: redis.Redis = redis.Redis.from_url(
-            url,
-            **tls,
-            socket_connect_timeout=CONNECT_TIMEOUT,
-            socket_timeout=COMMAND_TIMEOUT,
-            retry=Retry(NoBackoff(), 0),
-            # RESP2, which every Redis speaks, and no HELLO or CLIENT SETINFO round trips when a
-            # connection opens: AUTH and SELECT from the URL are all it needs.
-            protocol=2,
-            driver_info=None,
-        )
+        self.client: redis.Redis = redis_client(url, connect_timeout=CONNECT_TIMEOUT, command_timeout=COMMAND_TIMEOUT)
         # EVALSHA by the script's hash; redis-py loads the script once when the server lacks it
         # (after a restart or SCRIPT FLUSH), so the script's text is not sent with every kick.
         self._claim_or_wake = self.client.register_script(CLAIM_OR_WAKE)

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.rows import RowReader, RowWriter
@@ -47,6 +48,7 @@ def _counters_store(health: ScimHealth, counters: Counters, now_us: int) -> None
         setattr(health, column, moment_of(getattr(counters, name)))
     health.recent_failures = counters.failures
     health.hours = {str(hour): counts for hour, counts in sorted(counters.recent_hours(now_us).items())}
+    health.last_minute = {str(slot): counts for slot, counts in sorted(counters.recent_minute(now_us).items())}
 
 
 def _health_locked(directory_id: uuid.UUID) -> tuple[ScimHealth, Directory] | None:
@@ -169,13 +171,15 @@ class SweepResult:
 def scim_health_sweep(*, now: datetime | None = None) -> SweepResult:
     """What time alone changes, run by beat (webhooks.tasks): a healthy directory that has had no request
     for SCIM_SILENT_DAYS goes silent (the other states outrank silent, and a request ends it at its
-    flush), and previous SCIM secrets past their expiry are erased (they no longer authenticate)."""
+    flush), a throttled one is decided again (its minute may have passed without a request), and previous
+    SCIM secrets past their expiry are erased (they no longer authenticate)."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.SCIM_SILENT_DAYS)
+    # A throttled directory stops being so when its minute passes, whether or not it sends again.
     candidates = list(
-        ScimHealth.objects.filter(state=HealthState.HEALTHY, last_request_at__lt=cutoff).values_list(
-            "directory_id", flat=True
-        )
+        ScimHealth.objects.filter(
+            Q(state=HealthState.HEALTHY, last_request_at__lt=cutoff) | Q(state=HealthState.THROTTLED)
+        ).values_list("directory_id", flat=True)
     )
     silent = 0
     for directory_id in candidates:

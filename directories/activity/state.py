@@ -21,11 +21,16 @@ REFUSED = "refused"  # 401: no secret, or one that is not this directory's
 AUTHENTICATED = "authenticated"  # the secret matched and the directory took the request (any status)
 DEACTIVATED = "deactivated"  # the secret matched, the directory is deactivated: 403
 UNCHECKED = "unchecked"  # refused before its secret was looked at (a body too large, a content type: 413, 415)
+THROTTLED = "throttled"  # refused by the directory's rate limit (429), before or after its secret was checked
 
 # `failing`: the last this many authenticated requests all failed.
 FAILING_AFTER = 5
 HOUR_US = 3600 * 1_000_000
 DAY_HOURS = 24
+# `throttled`: more than half of the requests of the last minute were refused by the rate limit, counted in
+# slots of ten seconds (the current one and the five before it).
+SLOT_US = 10 * 1_000_000
+MINUTE_SLOTS = 6
 
 
 def secret_mark(secret: str) -> bytes:
@@ -73,6 +78,7 @@ class Counters:
     failures: list[int] = field(default_factory=list)  # authenticated failures, newest first, at most five
     hours: dict[int, list[int]] = field(default_factory=dict)  # hour -> [requests, errors, auth failures]
     uses: dict[bytes, int] = field(default_factory=dict)  # secret_mark -> last use
+    minute: dict[int, list[int]] = field(default_factory=dict)  # ten-second slot -> [requests, throttled]
 
     def add(self, *, at: int, status: int, kind: str, mark: bytes | None = None) -> None:
         """One request: `at` when it arrived, `status` its answer, `kind` one of the kinds above, `mark`
@@ -84,7 +90,11 @@ class Counters:
         if error:
             self.last_error = _later(self.last_error, at)
             counts[1] += 1
-        if kind == REFUSED:
+        slot = self.minute.setdefault(at // SLOT_US, [0, 0])
+        slot[0] += 1
+        if kind == THROTTLED:
+            slot[1] += 1  # neither an authentication failure nor a failure of the directory's data
+        elif kind == REFUSED:
             self.last_auth_failure = _later(self.last_auth_failure, at)
             counts[2] += 1
         elif kind == AUTHENTICATED:
@@ -110,6 +120,10 @@ class Counters:
                 mine[i] += counts[i]
         for mark, at in other.uses.items():
             self._use(mark, at)
+        for slot, counts in other.minute.items():
+            mine = self.minute.setdefault(slot, [0, 0])
+            mine[0] += counts[0]
+            mine[1] += counts[1]
 
     def _use(self, mark: bytes, at: int) -> None:
         known = self.uses.get(mark)
@@ -120,6 +134,19 @@ class Counters:
         """The hour counts of the rolling day ending at `now_us`: this hour and the 23 before it."""
         first = hour_of(now_us) - (DAY_HOURS - 1)
         return {hour: counts for hour, counts in self.hours.items() if hour >= first}
+
+    def recent_minute(self, now_us: int) -> dict[int, list[int]]:
+        """The slot counts of the last minute ending at `now_us`."""
+        first = now_us // SLOT_US - (MINUTE_SLOTS - 1)
+        return {slot: counts for slot, counts in self.minute.items() if slot >= first}
+
+    def throttled(self, now_us: int) -> bool:
+        """More than half of the last minute's requests were refused by the rate limit."""
+        requests = refused = 0
+        for counts in self.recent_minute(now_us).values():
+            requests += counts[0]
+            refused += counts[1]
+        return refused * 2 > requests
 
     def day_totals(self, now_us: int) -> tuple[int, int, int]:
         """(requests, errors, auth failures) of the rolling day ending at `now_us`."""
@@ -135,6 +162,9 @@ def health_state(*, deactivated: bool, counters: Counters, now_us: int, silent_u
 
     - deactivated: the directory is deactivated;
     - invalid_credentials: a 401 arrived and no request has got past the secret check since (or ever);
+    - throttled: more than half of the requests of the last minute were refused by the rate limit (429):
+      the identity provider is told to wait, which explains its failures better than `failing` would, and
+      throttled requests are not counted as failures (docs/decisions.md, "Rate limits");
     - failing: the last FAILING_AFTER authenticated requests all failed, i.e. the FAILING_AFTER latest
       authenticated failures are all later than the latest success;
     - silent: requests came once, none for `silent_us`;
@@ -145,6 +175,8 @@ def health_state(*, deactivated: bool, counters: Counters, now_us: int, silent_u
         return HealthState.DEACTIVATED
     if c.last_auth_failure is not None and (c.last_authenticated is None or c.last_auth_failure > c.last_authenticated):
         return HealthState.INVALID_CREDENTIALS
+    if c.throttled(now_us):
+        return HealthState.THROTTLED
     if len(c.failures) >= FAILING_AFTER and (c.last_success is None or c.failures[FAILING_AFTER - 1] > c.last_success):
         return HealthState.FAILING
     if c.last_request is not None and c.last_request < now_us - silent_us:
@@ -171,6 +203,7 @@ def health_counters(health: ScimHealth | None) -> Counters:
     counters = Counters(
         failures=[int(t) for t in health.recent_failures],
         hours={int(hour): [int(n) for n in counts] for hour, counts in health.hours.items()},
+        minute={int(slot): [int(n) for n in counts] for slot, counts in (health.last_minute or {}).items()},
     )
     for name, column in TIME_COLUMNS.items():
         setattr(counters, name, micros(getattr(health, column)))

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from adminauth import services as admin_services
 from core.errors import RosterError, ValidationFailed
+from core.ratelimit import scim_per_minute
 from directories.activity.rendering import health_data, health_row
 from directories.guard.rules import guard_setting
 from directories.models import Directory, HealthState
@@ -129,6 +130,7 @@ def _health_context(directory: Directory) -> dict[str, Any]:
         "health_row": health,
         "previous_secret_valid": directory.previous_scim_secret_valid(now),
         "silent_days": settings.SCIM_SILENT_DAYS,
+        "scim_rate_limit": scim_per_minute(directory.scim_rate_limit) or "no limit",
     }
 
 
@@ -143,6 +145,7 @@ def directory_edit(request: HttpRequest, directory_id: str) -> HttpResponse:
         "webhook_url": directory.webhook_url,
         "log_webhook_events": directory.log_webhook_events,
         "log_scim_requests": directory.log_scim_requests,
+        "scim_rate_limit": directory.scim_rate_limit,
         **DirectoryEditForm.guard_initial(guard_setting(directory.deprovision_guard)),
     }
     form = DirectoryEditForm(request.POST or None, initial=initial)
@@ -158,7 +161,7 @@ def directory_edit(request: HttpRequest, directory_id: str) -> HttpResponse:
     return render(
         request,
         "portal/directories/edit.html",
-        {"directory": directory, "form": form, "tab": "settings"},
+        {"directory": directory, "form": form, "tab": "settings", "scim_rate_limit_default": settings.SCIM_RATE_LIMIT},
         status=status,
     )
 

@@ -10,13 +10,15 @@ outside any request's transaction; an entry that cannot be written costs a log l
 naming an existing directory are recorded (a request refused before its secret was looked at, a 413
 or 415, costs one lookup to know), and a 401 is the same bytes whether or not the directory exists.
 No entry is kept for a 503 (the database is down; the counters still count it when the directory was
-known), nor by the embedding API (docs/decisions.md).
+known), nor by the embedding API (docs/decisions.md). A 429 of the rate limit is always kept, and counted
+as throttled (directories.activity.state), without a lookup: the limiter refuses only directories it knows.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,7 +26,15 @@ from django.core.handlers.wsgi import get_path_info
 
 from adminauth.throttle import client_address
 from directories.activity import recorder
-from directories.activity.state import AUTHENTICATED, DEACTIVATED, REFUSED, UNCHECKED, moment_of, secret_mark
+from directories.activity.state import (
+    AUTHENTICATED,
+    DEACTIVATED,
+    REFUSED,
+    THROTTLED,
+    UNCHECKED,
+    moment_of,
+    secret_mark,
+)
 from directories.selectors import directory_get
 from scim.authentication import Seen
 from scim.http.routes import PREFIX
@@ -54,6 +64,7 @@ class Exchange:
         "seen",
         "started",
         "status",
+        "throttled",
     )
 
     def __init__(self, environ: Mapping[str, Any], method: str, directory_id: str, request_id: str) -> None:
@@ -72,6 +83,9 @@ class Exchange:
         self.problem_type = ""
         self.detail = ""
         self.latency_ms = 0
+        # Refused by the directory's rate limit (429, scim.http.limits): before its secret was checked too,
+        # on a directory the limiter already knows, so recording it costs no lookup.
+        self.throttled = False
 
     def answered(self, status: int, body: bytes, problem_type: Any = None, detail: Any = None) -> None:
         """The answer: its status, its body as the log may keep it, and what an error said."""
@@ -91,6 +105,11 @@ class Exchange:
     def _record(self) -> None:
         seen, status = self.seen, self.status
         directory = seen.directory
+        if self.throttled:
+            directory_id = directory.id if directory is not None else uuid.UUID(self.directory_id)
+            recorder.log(directory_id, self.log_entry())
+            recorder.record(directory_id, at=self.at_us, status=status, kind=THROTTLED)
+            return
         if directory is None:
             if seen.looked_up or status < 400 or status == 503:
                 return  # no such directory, or nothing to say about one

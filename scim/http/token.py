@@ -49,7 +49,7 @@ FORM = "application/x-www-form-urlencoded"
 MAX_BODY_BYTES = 16 * 1024
 MAX_PARAMETERS = 64
 CHALLENGE = 'Basic realm="Roster SCIM token endpoint"'
-_NO_STORE = [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
+NO_STORE = [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
@@ -73,7 +73,7 @@ def token_answer(
 ) -> TokenAnswer:
     """The answer to one request to the token endpoint; never raises. `read_body` reads the body (at most
     once); `exchange` is the request's record, told what was seen and the body it may keep."""
-    headers = [("Content-Type", CONTENT_TYPE), *_NO_STORE]
+    headers = [("Content-Type", CONTENT_TYPE), *NO_STORE]
     try:
         grant = _grant(environ, read_body, method, directory_id, route, exchange)
     except OAuthError as exc:

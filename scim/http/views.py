@@ -30,11 +30,15 @@ from django.views.decorators.csrf import csrf_exempt
 from core.bearer import bearer_token
 from core.logfilters import mark_logged
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
+from core.ratelimit import Verdict
 from core.requestid import HEADER, scope_enter
 from scim.http.activity import Exchange
+from scim.http.limits import TOKEN_ERROR, Admission, early_refusal, refused_detail, scim_refused, token_refused_body
 from scim.http.observe import scim_observed
 from scim.http.request import OAUTH, Route, ScimRequest, content_length
 from scim.http.routes import scim_route
+from scim.http.token import CONTENT_TYPE as TOKEN_CONTENT_TYPE
+from scim.http.token import NO_STORE as TOKEN_NO_STORE
 from scim.http.token import token_answer
 from scim.processor import MAX_BODY_BYTES, process
 from scim.protocol.errors import ScimError, invalid_syntax
@@ -82,15 +86,25 @@ def scim_answer(
         exchange.request_body = read_body()
         return exchange.request_body
 
-    if route is not None and route.protocol == OAUTH:
+    admission = Admission()
+    refused = early_refusal(directory_id)  # the directory's rate limit, while its bucket is full (limits.py)
+    if refused is not None:
+        status, body, headers = _throttled(refused, route, exchange)
+    elif route is not None and route.protocol == OAUTH:
         # The token endpoint of the directory's OAuth client: RFC 6749's answers, recorded like SCIM's.
         token = token_answer(environ, read_body, method, directory_id, route, exchange, request_id)
-        status, body = token.status, token.body
-        exchange.answered(status, token.logged, token.error, token.description)
-        headers = [token.headers[0], (HEADER, request_id), *token.headers[1:]]
+        seen = exchange.seen
+        verdict = admission.count(seen.directory) if token.status == 200 and seen.authenticated else None
+        if verdict is not None and not verdict.allowed:
+            status, body, headers = _throttled(verdict, route, exchange)  # the token is dropped unsent
+        else:
+            status, body = token.status, token.body
+            exchange.answered(status, token.logged, token.error, token.description)
+            headers = [token.headers[0], (HEADER, request_id), *token.headers[1:]]
+            headers.extend(verdict.headers() if verdict is not None else ())
     else:
         status, body, headers = _scim_answer(
-            environ, read, method, directory_id, resource, resource_id, route, exchange
+            environ, read, method, directory_id, resource, resource_id, route, exchange, admission
         )
     # A resource type the table does not know is "other" on /metrics: a client cannot make up label values.
     resource_type = route.resource_type if route is not None else ("other" if resource else "-")
@@ -107,6 +121,7 @@ def _scim_answer(
     resource_id: str,
     route: Route | None,
     exchange: Exchange,
+    admission: Admission,
 ) -> tuple[int, bytes, list[tuple[str, str]]]:
     """The status, body and headers of a SCIM request's answer, the error funnel of the SCIM surface."""
     request_id = exchange.request_id
@@ -114,7 +129,7 @@ def _scim_answer(
     extra: list[tuple[str, str]] = []
     try:
         request = http_request(environ, read, method, directory_id, resource, resource_id, route)
-        result = process(request, seen=exchange.seen)
+        result = process(request, seen=exchange.seen, admit=admission)
         status, data = result["status"], result["data"]
         body = b"" if data is None else encode(data)
         if result.get("version"):
@@ -152,7 +167,10 @@ def _scim_answer(
         body = orjson.dumps(problem)
     found = problem if isinstance(problem, dict) else {}
     exchange.answered(status, body, found.get("scimType"), found.get("detail"))
+    exchange.throttled = admission.refused
     headers = [("Content-Type", CONTENT_TYPE), (HEADER, request_id), *extra]
+    if admission.verdict is not None:
+        headers.extend(admission.verdict.headers())  # RateLimit-*, and Retry-After on its 429
     if status == 401:
         headers.append(("WWW-Authenticate", 'Bearer realm="Roster SCIM"'))
     if status == 405 and route is not None:
@@ -162,6 +180,22 @@ def _scim_answer(
         if location:
             headers.append(("Location", location))
     return status, body, headers
+
+
+def _throttled(verdict: Verdict, route: Route | None, exchange: Exchange) -> tuple[int, bytes, list[tuple[str, str]]]:
+    """The 429 of a request over its directory's rate limit, in its route's format: RFC 6749's JSON on
+    the token endpoint (no-store, as its every answer), else a SCIM error. Nothing of it was processed."""
+    if route is not None and route.protocol == OAUTH:
+        body = token_refused_body(verdict)
+        exchange.answered(429, body, TOKEN_ERROR, refused_detail(verdict))
+        headers = [("Content-Type", TOKEN_CONTENT_TYPE), (HEADER, exchange.request_id), *TOKEN_NO_STORE]
+    else:
+        problem = scim_refused(verdict).body()
+        body = orjson.dumps(problem)
+        exchange.answered(429, body, None, problem["detail"])
+        headers = [("Content-Type", CONTENT_TYPE), (HEADER, exchange.request_id)]
+    exchange.throttled = True
+    return 429, body, [*headers, *verdict.headers()]
 
 
 def encode(data: dict[str, Any]) -> bytes:

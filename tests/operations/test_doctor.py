@@ -214,3 +214,19 @@ def test_a_tripped_deprovision_guard_is_a_warning_naming_the_directory(productio
     found = line(lines, "guard")
     assert found.startswith("warn") and str(directory.id) in found and "1 held" in found
     assert "manage.py directories held" in "\n".join(lines)
+
+
+def test_an_unreachable_limit_store_is_a_failure_naming_it(production: Any) -> None:
+    production.RATE_LIMIT_STORAGE_URL = "redis://:store-password@127.0.0.1:1/3"
+    code, lines = doctor()
+    assert code == 1
+    found = line(lines, "limit_store")
+    assert found.startswith("FAIL") and "127.0.0.1:1/3 cannot be reached" in found and "let through" in found
+    assert "store-password" not in "\n".join(lines)
+
+
+def test_a_per_process_limit_store_in_production_is_a_warning(production: Any) -> None:
+    production.RATE_LIMIT_STORAGE_URL = "memory://"
+    _, lines = doctor()
+    assert line(lines, "limit_store").startswith("warn") and "each process counts alone" in line(lines, "limit_store")
+    assert "SCIM 3000, REST 6000" in line(lines, "limits")

@@ -71,3 +71,9 @@ def test_a_lost_database_is_a_503_naming_it_and_the_next_probe_reconnects(monkey
     assert response.status_code == 503 and response.json["database"] == "unreachable"
     assert response.json["failing"] == ["database"]
     assert client.get("/readyz").status_code == 200
+
+
+def test_an_unreachable_limit_store_leaves_the_node_ready(db: Any, settings: Any) -> None:
+    settings.RATE_LIMIT_STORAGE_URL = "redis://127.0.0.1:1/0"
+    response = Client().get("/readyz")
+    assert response.status_code == 200

@@ -8,7 +8,6 @@ it; DJANGO_ALLOW_ASYNC_UNSAFE is set for these tests only (the ORM calls here ar
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -26,43 +25,9 @@ from webhooks.services import draining
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SCREENSHOTS = Path(django_settings.BASE_DIR) / "test-artifacts" / "screenshots"
 EMAIL, PASSWORD = "admin@example.com", "a long enough passphrase"
 FAIL_RED = "rgb(180, 35, 24)"  # --fail in static/portal/portal.css
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not os.path.exists(CHROMIUM):
-        message = f"{CHROMIUM} is missing (apt-get install chromium); scripts/test.sh installs it as root"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 class _FailingReceiver(BaseHTTPRequestHandler):
@@ -102,6 +67,7 @@ def portal_env(live_server, settings, failing_receiver: str):  # noqa: ANN001, A
 
 
 def shot(page, name: str) -> None:  # noqa: ANN001
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 

@@ -128,7 +128,7 @@ def test_the_openapi_document_states_the_route_its_body_and_its_answers(api_clie
     doc = api_client.get("/api/v1/schema", HTTP_ACCEPT="application/json").json()
     for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
         operation = doc["paths"][f"{prefix}/{{directory_id}}/changes/resend"]["post"]
-        assert set(operation["responses"]) == {"202", "400", "401", "404", "406", "409", "413", "500", "503"}
+        assert set(operation["responses"]) == {"202", "400", "401", "404", "406", "409", "413", "429", "500", "503"}
         assert operation["responses"]["202"]["content"]["application/json"]["schema"]["$ref"].endswith(
             "/ResendEnvelope"
         )

@@ -191,9 +191,9 @@ def test_schema_states_the_bounds_of_every_query_parameter(api_client: Client) -
 def test_schema_documents_every_error_in_the_envelope_with_its_headers(api_client: Client) -> None:
     doc = _document(api_client)
     events = doc["paths"]["/api/v1/directory-sync/{directory_id}/events"]["get"]
-    assert set(events["responses"]) == {"200", "400", "401", "404", "406", "500", "503"}
+    assert set(events["responses"]) == {"200", "400", "401", "404", "406", "429", "500", "503"}
     create = doc["paths"]["/api/v1/directory-sync"]["post"]
-    assert set(create["responses"]) == {"201", "400", "401", "406", "413", "500", "503"}
+    assert set(create["responses"]) == {"201", "400", "401", "406", "413", "429", "500", "503"}
     for operation in (events, create):
         for status, response in operation["responses"].items():
             assert response["headers"]["X-Request-Id"]["required"] is True

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import OperationalError
 
 from config.wsgi import SurfaceApplication, application
+from core import ratelimit
 from directories.models import Directory, DirectoryUser
 from scim.protocol.versions import version_of
 from tests.scim.conftest import SCIM_CT, handler_failing, user_body
@@ -125,9 +126,11 @@ def fast() -> Any:
 def same_answer(fast: Any, path: str, **request: Any) -> tuple[str, bytes]:
     """The request through scim.http.wsgi and through Django's handler: the same status, headers and body.
     Both echo the request's X-Request-Id (a fixed one unless the case sends its own), so the headers
-    compare equal."""
+    compare equal, and both find the directory's rate-limit bucket full (its RateLimit-Remaining the same)."""
     request.setdefault("HTTP_X_REQUEST_ID", "same-answer-1")
+    ratelimit.reset()
     ours = run(fast, path, **request)
+    ratelimit.reset()
     django_answer = run(application.scim.fallback, path, **request)
     assert ours == django_answer, (path, request)
     return ours[0], ours[2]

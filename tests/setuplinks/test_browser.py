@@ -4,7 +4,8 @@ portal, the IT admin opens the link, picks a provider, generates the secret, the
 a user with it, and a reload shows the connection. Screenshots go to test-artifacts/screenshots/
 (git-ignored): setup-phone-*.png and setup-desktop-*.png.
 
-The browser fixture, its flags and the SCIM helper are the portal's (tests/portal/test_browser.py).
+The browser fixture and its flags are the portal's (tests/portal/conftest.py), the SCIM helper too
+(tests/portal/test_browser.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from playwright.sync_api import expect
 from adminauth.models import AdminUser, AuditEntry
 from directories.services import directory_create
 from setuplinks.models import SetupLink
-from tests.portal.test_browser import SCREENSHOTS, browser, scim  # noqa: F401 - the browser fixture
+from tests.portal.conftest import browser  # noqa: F401 - the browser fixture
+from tests.portal.test_browser import SCREENSHOTS, scim
 from tests.scim.conftest import user_body
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -196,7 +196,7 @@ def test_the_document_states_the_feed_route_its_bounds_and_shapes(api_client: Cl
         parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
         assert parameters["after"] == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
         assert parameters["limit"] == {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
-        assert set(operation["responses"]) == {"200", "400", "401", "404", "406", "410", "500", "503"}
+        assert set(operation["responses"]) == {"200", "400", "401", "404", "406", "410", "429", "500", "503"}
     schemas = doc["components"]["schemas"]
     assert set(schemas["ChangeListEnvelope"]["required"]) == {"data", "error", "events"}
     change = schemas["Change"]

@@ -49,8 +49,10 @@ class Directories(Namespace):
         webhook_secret: Optional[str] = None,
         log_webhook_events: Optional[bool] = None,
         log_scim_requests: Optional[bool] = None,
+        scim_rate_limit: Optional[int] = None,
     ) -> Directory:
-        """A new directory, with its SCIM endpoint and secret (None: Roster's default for that field)."""
+        """A new directory, with its SCIM endpoint and secret (None: Roster's default for that field;
+        `scim_rate_limit`: SCIM requests per minute, 1500 to 600000, 0 for no limit)."""
         fields = {
             "tenant": tenant,
             "product": product,
@@ -60,6 +62,7 @@ class Directories(Namespace):
             "webhook_secret": webhook_secret,
             "log_webhook_events": log_webhook_events,
             "log_scim_requests": log_scim_requests,
+            "scim_rate_limit": scim_rate_limit,
         }
         body = {key: value for key, value in fields.items() if value is not None}
         return Directory.from_dict(self._t.call("POST", BASE, body=body).body["data"])
@@ -85,11 +88,13 @@ class Directories(Namespace):
         role_map: Any = UNSET,
         deprovision_guard: Any = UNSET,
         static_secret_enabled: Any = UNSET,
+        scim_rate_limit: Any = UNSET,
     ) -> Directory:
         """Change the given fields only. `webhook_url=None` removes the webhook; `attribute_map=None` or `{}`
         clears the map (a map given replaces the whole map). `deprovision_guard` is merged into the current
         setting (e.g. `{"max_users": 25}`); `static_secret_enabled=False` leaves OAuth access tokens as the
-        only way into the SCIM endpoint (a ConflictError while OAuth has no client secret)."""
+        only way into the SCIM endpoint (a ConflictError while OAuth has no client secret). `scim_rate_limit`:
+        SCIM requests per minute, 1500 to 600000, 0 for no limit, None for the deployment's SCIM_RATE_LIMIT."""
         body = _given(
             {
                 "name": name,
@@ -102,6 +107,7 @@ class Directories(Namespace):
                 "role_map": role_map,
                 "deprovision_guard": deprovision_guard,
                 "static_secret_enabled": static_secret_enabled,
+                "scim_rate_limit": scim_rate_limit,
             }
         )
         answer = self._t.call("PATCH", f"{BASE}/{segment(directory_id)}", body=body)

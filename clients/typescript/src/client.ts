@@ -24,6 +24,8 @@ export interface DirectoryCreate {
   webhookSecret?: string | null;
   logWebhookEvents?: boolean | null;
   logScimRequests?: boolean | null;
+  /** SCIM requests per minute, 1500 to 600000; 0: no limit; null: the deployment's SCIM_RATE_LIMIT. */
+  scimRateLimit?: number | null;
 }
 
 /** A partial deprovision guard setting, merged into the directory's current one. */
@@ -52,6 +54,8 @@ export interface DirectoryUpdate {
   roleMap?: Record<string, string> | null;
   deprovisionGuard?: DeprovisionGuardUpdate;
   staticSecretEnabled?: boolean;
+  /** SCIM requests per minute, 1500 to 600000; 0: no limit; null: the deployment's SCIM_RATE_LIMIT. */
+  scimRateLimit?: number | null;
 }
 
 export interface TenantProduct {

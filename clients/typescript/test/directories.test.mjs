@@ -46,6 +46,11 @@ test("directories: create, get, list, update, delete", async () => {
   assert.equal(updated.log_webhook_events, true);
   assert.deepEqual(updated.attribute_map, { employee_id: "externalId" });
   assert.deepEqual((await roster.directories.update(created.id, { attributeMap: null })).attribute_map, {});
+  // The SCIM rate limit: the directory's own, then the deployment's again (null).
+  assert.equal(created.scim_rate_limit, null);
+  assert.equal((await roster.directories.update(created.id, { scimRateLimit: 2400 })).scim_rate_limit, 2400);
+  assert.equal((await roster.directories.update(created.id, { scimRateLimit: null })).scim_rate_limit, null);
+  assert.equal((await roster.directories.create({ tenant: `${t}-limited`, product: PRODUCT, scimRateLimit: 0 })).scim_rate_limit, 0);
   assert.equal((await roster.directories.get(created.id)).name, "Renamed");
 
   await roster.directories.delete(created.id);

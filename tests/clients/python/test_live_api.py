@@ -88,6 +88,12 @@ def test_directories_create_get_list_update_delete(roster: Roster) -> None:
     assert updated.attribute_map == {"employee_id": "externalId"}
     # Fields not given stay as they are; None clears what may be cleared.
     assert roster.directories.update(created.id, attribute_map=None).attribute_map == {}
+    # The SCIM rate limit: the directory's own, then the deployment's again (None).
+    assert created.scim_rate_limit is None
+    assert roster.directories.update(created.id, scim_rate_limit=2400).scim_rate_limit == 2400
+    assert roster.directories.update(created.id, scim_rate_limit=None).scim_rate_limit is None
+    limited = roster.directories.create(tenant=f"{TENANT}-limited", product=PRODUCT, scim_rate_limit=0)
+    assert limited.scim_rate_limit == 0
     assert roster.directories.get(created.id).name == "Renamed"
 
     roster.directories.delete(created.id)

@@ -145,10 +145,11 @@ GuardStateEnum: TypeAlias = Literal["armed", "tripped", "off"]
 """
 
 
-HealthStateEnum: TypeAlias = Literal["deactivated", "invalid_credentials", "failing", "silent", "healthy", "never_connected"]
+HealthStateEnum: TypeAlias = Literal["deactivated", "invalid_credentials", "throttled", "failing", "silent", "healthy", "never_connected"]
 """
 * `deactivated` - deactivated
 * `invalid_credentials` - invalid_credentials
+* `throttled` - throttled
 * `failing` - failing
 * `silent` - silent
 * `healthy` - healthy
@@ -501,10 +502,11 @@ class Health(Result):
     """
     state: HealthStateEnum
     """
-    First match wins: deactivated; invalid_credentials (a 401 and no authenticated request since); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); healthy; never_connected.
+    First match wins: deactivated; invalid_credentials (a 401 and no authenticated request since); throttled (more than half of the last minute's requests were refused by the rate limit); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); healthy; never_connected.
 
     * `deactivated` - deactivated
     * `invalid_credentials` - invalid_credentials
+    * `throttled` - throttled
     * `failing` - failing
     * `silent` - silent
     * `healthy` - healthy
@@ -709,6 +711,10 @@ class Directory(Result):
     {group displayName or id: role}: each User's roles.
     """
     scim: ScimInfo
+    scim_rate_limit: Optional[int]
+    """
+    SCIM requests per minute this directory may make (a tenth of it at once); 0: no limit; null: the deployment's SCIM_RATE_LIMIT. Beyond it, SCIM answers 429 with Retry-After.
+    """
     tenant: str
     type: TypeEnum
     webhook: WebhookInfo

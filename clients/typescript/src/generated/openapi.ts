@@ -564,6 +564,8 @@ export interface components {
                 [key: string]: string;
             };
             scim: components["schemas"]["ScimInfo"];
+            /** @description SCIM requests per minute this directory may make (a tenth of it at once); 0: no limit; null: the deployment's SCIM_RATE_LIMIT. Beyond it, SCIM answers 429 with Retry-After. */
+            scim_rate_limit: number | null;
             tenant: string;
             type: components["schemas"]["TypeEnum"];
             webhook: components["schemas"]["WebhookInfo"];
@@ -577,6 +579,8 @@ export interface components {
             name?: string | null;
             /** @description Required; no ':' or control characters. */
             product: string;
+            /** @description SCIM requests per minute, 1500 to 600000; 0 for no limit; null or absent for the deployment's SCIM_RATE_LIMIT. */
+            scim_rate_limit?: (0 | number) | null;
             /** @description Required; no ':' or control characters. */
             tenant: string;
             /**
@@ -717,10 +721,11 @@ export interface components {
             /** @description Requests naming the directory, 401s included. */
             requests_24h: number;
             /**
-             * @description First match wins: deactivated; invalid_credentials (a 401 and no authenticated request since); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); healthy; never_connected.
+             * @description First match wins: deactivated; invalid_credentials (a 401 and no authenticated request since); throttled (more than half of the last minute's requests were refused by the rate limit); failing (the last 5 authenticated requests failed); silent (no request for SCIM_SILENT_DAYS); healthy; never_connected.
              *
              *     * `deactivated` - deactivated
              *     * `invalid_credentials` - invalid_credentials
+             *     * `throttled` - throttled
              *     * `failing` - failing
              *     * `silent` - silent
              *     * `healthy` - healthy
@@ -731,13 +736,14 @@ export interface components {
         /**
          * @description * `deactivated` - deactivated
          *     * `invalid_credentials` - invalid_credentials
+         *     * `throttled` - throttled
          *     * `failing` - failing
          *     * `silent` - silent
          *     * `healthy` - healthy
          *     * `never_connected` - never_connected
          * @enum {string}
          */
-        HealthStateEnum: "deactivated" | "invalid_credentials" | "failing" | "silent" | "healthy" | "never_connected";
+        HealthStateEnum: "deactivated" | "invalid_credentials" | "throttled" | "failing" | "silent" | "healthy" | "never_connected";
         HeldApprovedEnvelope: {
             data: components["schemas"]["ApprovedResult"];
             /** @description Always null on success. */
@@ -841,6 +847,8 @@ export interface components {
                 [key: string]: string;
             } | null;
             scim?: components["schemas"]["ScimPatchInput"] | null;
+            /** @description SCIM requests per minute, 1500 to 600000; 0 for no limit; null for the deployment's SCIM_RATE_LIMIT. A new limit starts with a full budget. */
+            scim_rate_limit?: (0 | number) | null;
             /** @description The same as static_secret_enabled in scim; both, when sent, agree. */
             static_secret_enabled?: boolean | null;
             /** @description Needs a webhook_url. */
@@ -1148,6 +1156,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1159,6 +1173,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1182,6 +1202,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1193,6 +1238,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1204,6 +1255,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1231,6 +1288,12 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1242,6 +1305,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1265,6 +1334,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1276,6 +1351,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1287,6 +1387,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1298,6 +1404,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1323,6 +1435,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1334,6 +1452,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1357,6 +1481,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1368,6 +1498,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1379,6 +1534,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1390,6 +1551,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1415,6 +1582,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1426,6 +1599,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1449,6 +1628,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1460,6 +1645,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1471,6 +1681,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1482,6 +1698,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1511,6 +1733,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1522,6 +1750,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1545,6 +1779,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1556,6 +1796,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1567,6 +1813,12 @@ export interface operations {
             /** @description The request conflicts with the resource's state; the message says how */
             409: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1578,6 +1830,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1589,6 +1866,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1600,6 +1883,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1630,6 +1919,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1641,6 +1936,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1664,6 +1965,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1675,6 +1982,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1686,6 +1999,31 @@ export interface operations {
             /** @description What was asked for is no longer kept */
             410: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1697,6 +2035,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1708,6 +2052,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1737,6 +2087,12 @@ export interface operations {
         responses: {
             202: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1748,6 +2104,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1771,6 +2133,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1782,6 +2150,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1793,6 +2167,12 @@ export interface operations {
             /** @description The request conflicts with the resource's state; the message says how */
             409: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1804,6 +2184,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1815,6 +2220,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1826,6 +2237,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1860,6 +2277,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1871,6 +2294,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1894,6 +2323,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1905,6 +2340,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1916,6 +2376,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1927,6 +2393,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -1957,6 +2429,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1968,6 +2446,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -1991,6 +2475,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2002,6 +2492,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2013,6 +2528,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2024,6 +2545,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2053,6 +2580,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2064,6 +2597,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2087,6 +2626,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2098,6 +2643,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2109,6 +2660,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2120,6 +2696,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2131,6 +2713,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2160,6 +2748,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2171,6 +2765,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2194,6 +2794,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2205,6 +2811,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2216,6 +2828,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2227,6 +2864,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2238,6 +2881,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2263,6 +2912,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2274,6 +2929,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2297,6 +2958,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2308,6 +2975,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2319,6 +2992,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2330,6 +3028,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2341,6 +3045,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2375,6 +3085,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2386,6 +3102,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2409,6 +3131,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2420,6 +3148,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2431,6 +3184,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2442,6 +3201,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2471,6 +3236,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2482,6 +3253,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2505,6 +3282,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2516,6 +3299,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2527,6 +3316,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2538,6 +3352,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2549,6 +3369,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2574,6 +3400,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2585,6 +3417,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2608,6 +3446,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2619,6 +3463,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2630,6 +3499,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2641,6 +3516,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2671,6 +3552,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2682,6 +3569,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2705,6 +3598,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2716,6 +3615,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2727,6 +3651,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2738,6 +3668,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2767,6 +3703,12 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2778,6 +3720,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2801,6 +3749,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2812,6 +3766,12 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2823,6 +3783,12 @@ export interface operations {
             /** @description The request conflicts with the resource's state; the message says how */
             409: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2834,6 +3800,31 @@ export interface operations {
             /** @description The request body is larger than 1 MiB */
             413: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2845,6 +3836,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2856,6 +3853,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2883,6 +3886,12 @@ export interface operations {
             /** @description Revoked; no body. */
             204: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2892,6 +3901,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2915,6 +3930,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2926,6 +3947,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2937,6 +3983,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2948,6 +4000,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -2984,6 +4042,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -2995,6 +4059,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3018,6 +4088,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3029,6 +4105,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3040,6 +4141,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3051,6 +4158,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -3081,6 +4194,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3092,6 +4211,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3115,6 +4240,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3126,6 +4257,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3137,6 +4293,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3148,6 +4310,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -3190,6 +4358,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3201,6 +4375,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3224,6 +4404,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3235,6 +4421,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3246,6 +4457,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3257,6 +4474,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -3287,6 +4510,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3298,6 +4527,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3321,6 +4556,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3332,6 +4573,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3343,6 +4609,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3354,6 +4626,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
@@ -3388,6 +4666,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3399,6 +4683,12 @@ export interface operations {
             /** @description Invalid input; the message names the parameter or field */
             400: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3422,6 +4712,12 @@ export interface operations {
             /** @description Not found (also another tenant's resource, and a malformed id) */
             404: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3433,6 +4729,31 @@ export interface operations {
             /** @description The Accept header rules out application/json */
             406: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3444,6 +4765,12 @@ export interface operations {
             /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
             500: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
                     "X-Request-Id": string;
                     [name: string]: unknown;
@@ -3455,6 +4782,12 @@ export interface operations {
             /** @description The database is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */

@@ -10,6 +10,8 @@ Two credentials are accepted on every route but `_login`:
 
 Anything else, including a header that cannot be parsed at all, is a 401 in the envelope, the same
 bytes whatever the reason.
+
+`actor_of` is the one place the admin API builds its Actor (audit.actors) from the request.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from adminauth.models import AdminToken, AdminUser
-from adminauth.throttle import client_ip, failure_record, throttle_wait_seconds
+from adminauth.throttle import failure_record, throttle_wait_seconds
+from audit.actors import Actor
 from core.bearer import bearer_token
+from core.clientaddress import client_ip
 
 _PARTS = ("id", "token", "admin_token")
 _SEPARATORS = re.compile(r"[\s,]+")
@@ -48,6 +52,16 @@ class AdminThrottled(exceptions.Throttled):
 
     def __init__(self, wait: int) -> None:
         super().__init__(wait=wait, detail=f"Too many failed attempts from this address. Retry in {wait} seconds.")
+
+
+def actor_of(request: Request) -> Actor:
+    """Who acts on an admin API request: the authenticated admin, or, on `_login` (no admin yet), the root
+    token's holder, which the login service replaces with the admin it signs in. From the client's address
+    as every surface decides it (TRUSTED_PROXY_COUNT)."""
+    user = request.user
+    if isinstance(user, AdminUser):
+        return Actor(name=user.email, via="admin-api", admin=user, client_ip=client_ip(request))
+    return Actor(name="root token", via="admin-api", client_ip=client_ip(request))
 
 
 def root_token_matches(candidate: str | None) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adminauth.models import AdminToken, AdminUser, AuditEntry
+from adminauth.models import AdminToken, AdminUser
+from audit.models import AuditEntry
 from core.timefmt import iso_utc_or_none as iso_utc
 
 

@@ -7,10 +7,6 @@ import uuid
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.db import models
 
-# The audit trail moved to its own app (audit/), low in the layers so every service can record in its own
-# transaction; the name stays importable from here for the code that has not moved yet.
-from audit.models import AuditEntry  # noqa: F401
-
 
 class AdminUserManager(BaseUserManager["AdminUser"]):
     def get_by_natural_key(self, username: str | None) -> AdminUser:

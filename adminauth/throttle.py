@@ -29,15 +29,11 @@ cache would count per worker.
 
 from __future__ import annotations
 
-import ipaddress
 import math
-from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.http import HttpRequest
 from django.utils import timezone
 
 from adminauth.models import LoginFailure
@@ -67,30 +63,6 @@ def max_failures_per_directory() -> int:
 
 def window() -> timedelta:
     return timedelta(seconds=int(getattr(settings, "ADMIN_LOGIN_FAILURE_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS)))
-
-
-def client_ip(request: HttpRequest) -> str | None:
-    """The client's address. Behind `TRUSTED_PROXY_COUNT` reverse proxies, the address those proxies
-    appended to X-Forwarded-For; without one, REMOTE_ADDR (a client-sent X-Forwarded-For is not
-    trusted, or anyone could dodge the throttle and forge the audit trail's addresses)."""
-    return client_address(request.META)
-
-
-def client_address(meta: Mapping[str, Any]) -> str | None:
-    """`client_ip` from a request's META (a WSGI environ): what the SCIM entry, which makes no
-    HttpRequest, records in its request log."""
-    remote = meta.get("REMOTE_ADDR") or None
-    hops = int(getattr(settings, "TRUSTED_PROXY_COUNT", 0) or 0)
-    if hops > 0:
-        forwarded = [p.strip() for p in meta.get("HTTP_X_FORWARDED_FOR", "").split(",") if p.strip()]
-        if len(forwarded) >= hops:
-            remote = forwarded[-hops]
-    if not remote:
-        return None
-    try:
-        return str(ipaddress.ip_address(remote))
-    except ValueError:
-        return None
 
 
 def email_key(email: str | None) -> str:

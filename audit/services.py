@@ -30,7 +30,7 @@ def audit_record(
     details: dict[str, Any] | None = None,
 ) -> AuditEntry:
     """Record one action. `details` is for non-secret context (e.g. which fields changed); the actor's
-    surface and name are added as `via` and `actor`."""
+    surface and name are added as `via` and `actor`, and what the actor says of itself (`Actor.details`)."""
     admin = actor.admin
     return AuditEntry.objects.create(
         actor=admin,
@@ -40,5 +40,5 @@ def audit_record(
         target_id=str(target_id) if target_id else "",
         directory_id=directory_id,
         client_ip=actor.client_ip,
-        details={"via": actor.via, "actor": actor.name, **audit_details_clean(details)},
+        details={"via": actor.via, "actor": actor.name, **audit_details_clean({**actor.details, **(details or {})})},
     )

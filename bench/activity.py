@@ -74,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     from directories.services import directory_create
     from scim.http.activity import Exchange
 
-    quiet = directory_create(data={"tenant": "activity", "product": "bench"})
-    logged = directory_create(data={"tenant": "activity", "product": "bench", "log_scim_requests": True})
+    actor = systems.service_actor(directory_create)
+    quiet = directory_create(data={"tenant": "activity", "product": "bench"}, **actor)
+    logged = directory_create(data={"tenant": "activity", "product": "bench", "log_scim_requests": True}, **actor)
     body = orjson.dumps({**okta_user("bench", 1), "password": "not-kept", "title": "t" * 600})
     answer = orjson.dumps({"id": "x", "userName": "bench.1@example.com", "meta": {"location": "y" * 200}})
     environ = {

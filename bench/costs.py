@@ -119,6 +119,7 @@ class Harness:
         self._operations(on)
         tag = secrets.token_hex(4)
         self.directory = directory_create(
+            **systems.service_actor(directory_create),
             data={
                 "tenant": f"costs-{tag}",
                 "product": "bench",
@@ -127,7 +128,7 @@ class Harness:
                 # listens on port 9, deliveries (by the Celery worker, not running here) would fail.
                 "webhook_url": "http://127.0.0.1:9/hook",
                 "log_scim_requests": "scim_log" in on,
-            }
+            },
         )
         guard_directory_counting(self.directory)
         self.credential = self.directory.scim_secret
@@ -135,7 +136,8 @@ class Harness:
             from directories.services import directory_scim_oauth_secret_rotate
             from scim.tokens import access_token_issue
 
-            self.directory, _secret, _first = directory_scim_oauth_secret_rotate(directory=self.directory)
+            rotate = directory_scim_oauth_secret_rotate
+            self.directory, _secret, _first = rotate(directory=self.directory, **systems.service_actor(rotate))
             self.credential = access_token_issue(directory=self.directory)
         self.base = f"/api/scim/v2.0/{self.directory.id}"
         self.tag = tag
@@ -294,7 +296,8 @@ def guard_directory_counting(directory: Any) -> None:
     from directories.services import UPDATABLE_FIELDS, directory_update
 
     if "deprovision_guard" in UPDATABLE_FIELDS:
-        directory_update(directory=directory, data={"deprovision_guard": {"max_percent": 100}})
+        guard = {"deprovision_guard": {"max_percent": 100}}
+        directory_update(directory=directory, data=guard, **systems.service_actor(directory_update))
 
 
 # Operations that use up one prepared user per call: (spares per call are made untimed, deactivated first?).

@@ -286,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     from directories.models import GroupMembership
     from directories.services import directory_create
 
-    directory = directory_create(data={"tenant": "scale", "product": "bench", "type": "okta-scim-v2"})
+    data = {"tenant": "scale", "product": "bench", "type": "okta-scim-v2"}
+    directory = directory_create(data=data, **systems.service_actor(directory_create))
     group = seed_group(directory, "Everyone big")
     t0 = time.perf_counter()
     spares = seed_users(directory, 10_000_000, 10_000_000 + args.spares)

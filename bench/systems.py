@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,16 @@ class System:
             raise RuntimeError(f"{self.name}: directory create answered {resp.status}: {resp.body[:300]!r}")
         data = resp.json()["data"]
         return data["scim"].get("path") or f"/api/scim/v2.0/{data['id']}", data["scim"]["secret"]
+
+
+def service_actor(service: Callable[..., Any]) -> dict[str, Any]:
+    """`actor=` for a Roster service that records its audit entry from one (the operator running the
+    benchmark, as a command); nothing for a Roster from before, so the same command measures both."""
+    if "actor" not in inspect.signature(service).parameters:
+        return {}
+    from audit.actors import command_actor
+
+    return {"actor": command_actor()}
 
 
 def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from core.comparison import comparison_key
+from core.ids import uuid_or_none
 from core.rows import RowReader
 from directories import pages
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership, api_key_hash
@@ -35,17 +36,10 @@ _REST_GROUP_FIELDS = ("id", "directory_id", "display_name", "raw", "created_at",
 _rest_users = RowReader(DirectoryUser, fields=_REST_USER_FIELDS)
 
 
-def _uuid(value: Any) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value))
-    except (ValueError, TypeError, AttributeError):
-        return None
-
-
 def directory_get(*, directory_id: Any, tenant: str | None = None, product: str | None = None) -> Directory | None:
     """A directory by id; None for an unknown id or one that is not a UUID at all. Given `tenant`
     and/or `product`, a directory of another tenant or product is None too, exactly like a missing one."""
-    pk = _uuid(directory_id)
+    pk = uuid_or_none(directory_id)
     if pk is None:
         return None
     # Every SCIM request starts here: a fixed SELECT instead of a compiled QuerySet (core/rows.py).
@@ -87,7 +81,7 @@ def directory_groups(*, directory: Directory) -> QuerySet[DirectoryGroup]:
 
 
 def directory_user_get(*, directory: Directory, user_id: Any) -> DirectoryUser | None:
-    pk = _uuid(user_id)
+    pk = uuid_or_none(user_id)
     return None if pk is None else DirectoryUser.objects.filter(directory=directory, pk=pk).first()
 
 
@@ -103,7 +97,7 @@ def directory_user_find(*, directory: Directory, ref: str) -> DirectoryUser | No
 
 
 def directory_group_get(*, directory: Directory, group_id: Any) -> DirectoryGroup | None:
-    pk = _uuid(group_id)
+    pk = uuid_or_none(group_id)
     return None if pk is None else DirectoryGroup.objects.filter(directory=directory, pk=pk).first()
 
 
@@ -247,7 +241,7 @@ def directories_by_id(*, ids: set[uuid.UUID]) -> dict[uuid.UUID, Directory]:
 
 def tenant_user_get(*, tenant: str, product: str, user_id: Any) -> DirectoryUser | None:
     """A user of tenant + product; another tenant's user is None exactly like a missing one."""
-    pk = _uuid(user_id)
+    pk = uuid_or_none(user_id)
     if pk is None:
         return None
     # The directory comes along (a join): rendering a user reads its attribute and role maps.
@@ -256,7 +250,7 @@ def tenant_user_get(*, tenant: str, product: str, user_id: Any) -> DirectoryUser
 
 
 def tenant_group_get(*, tenant: str, product: str, group_id: Any) -> DirectoryGroup | None:
-    pk = _uuid(group_id)
+    pk = uuid_or_none(group_id)
     if pk is None:
         return None
     return DirectoryGroup.objects.filter(pk=pk, directory__tenant=tenant, directory__product=product).first()

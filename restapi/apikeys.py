@@ -1,4 +1,5 @@
-"""API-key authentication of the REST API (contract §1: `Authorization: Bearer <API key>`)."""
+"""API-key authentication of the REST API (contract §1: `Authorization: Bearer <API key>`), and who the key
+is to the audit trail (`actor_of`: the one place the REST API builds its Actor)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from django.conf import settings
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from audit.actors import Actor
 from core.bearer import bearer_token
+from core.clientaddress import client_ip
 from directories.models import ApiKey, api_key_hash
 from restapi.ratelimits import api_key_admit
 
@@ -39,3 +42,17 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="roster"'
+
+
+def credential_name(request: Request) -> str:
+    """The API key of the request as the audit trail names it: `api key <name> (<prefix>…)`, or API_KEYS
+    for a key of that setting (which has no name)."""
+    principal = request.auth
+    return f"api key {principal.name} ({principal.prefix}…)" if isinstance(principal, ApiKey) else "API_KEYS"
+
+
+def actor_of(request: Request) -> Actor:
+    """Who acts on a REST request: its API key (named in the entry's details as `actor` and `credential`),
+    from the client's address as every surface decides it (TRUSTED_PROXY_COUNT)."""
+    name = credential_name(request)
+    return Actor(name=name, via="rest-api", client_ip=client_ip(request), details={"credential": name})

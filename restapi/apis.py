@@ -1,4 +1,6 @@
-"""The REST API under /api/v1/directory-sync (and the /api/v1/dsync alias).
+"""The REST API under /api/v1/directory-sync (and the /api/v1/dsync alias): the base of every view, and the
+directories themselves (list, create, read, change, delete; the SCIM secret and the OAuth client secret).
+Users and groups are in restapi.users_groups, the other topics in a module each (restapi.urls).
 
 Views are thin: read the query or body, call one selector or service, render the public shape in the
 `{data, error}` envelope. Bodies are parsed with orjson and validated by the services instead of DRF
@@ -7,50 +9,20 @@ serializers, which would double the cost of a request and duplicate the rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adminauth.services import audit_record, directory_update_action, directory_update_details
-from core.apiinput import (
-    json_body,
-    json_object_body,
-    page_bounds,
-    query_boolean,
-    query_check,
-    query_datetime,
-    query_nonempty,
-    query_required,
-    query_uuid,
-)
+from core.apiinput import json_body, json_object_body, page_bounds, query_check, query_required
 from core.envelope import EnvelopeOnly, ok
 from core.errors import NotFound
-from directories.models import ApiKey, Directory
-from directories.rendering import (
-    directories_data,
-    directory_data,
-    directory_with_client_secret,
-    group_data,
-    group_with_members_data,
-    users_data,
-)
-from directories.selectors import (
-    UserFilters,
-    directory_get,
-    directory_list,
-    group_member_ids,
-    tenant_group_get,
-    tenant_groups_page,
-    tenant_user_get,
-    tenant_users_page,
-    user_groups_page,
-)
+from directories.models import Directory
+from directories.rendering import directories_data, directory_data, directory_with_client_secret
+from directories.selectors import directory_get, directory_list
 from directories.services import (
     directory_create,
     directory_delete,
@@ -64,8 +36,7 @@ from directories.services import (
 from restapi import openapi_common as doc
 from restapi import openapi_directories as directories_doc
 from restapi import openapi_scim_activity as scim_doc
-from restapi import openapi_users_groups as users_groups_doc
-from restapi.apikeys import ApiKeyAuthentication
+from restapi.apikeys import ApiKeyAuthentication, actor_of
 from restapi.renderers import OrjsonRenderer
 
 
@@ -88,52 +59,11 @@ def tenant_product(request: Request) -> tuple[str, str]:
     return query_required(request, "tenant"), query_required(request, "product")
 
 
-def _directory_filter(request: Request, tenant: str, product: str) -> Directory | None:
-    """The optional `directoryId`: it must be a directory of this tenant + product, else 404 (an empty or
-    malformed id too: the document says it is a UUID)."""
-    directory_id = request.query_params.get("directoryId")
-    if directory_id is None:
-        return None
-    directory = directory_get(directory_id=directory_id, tenant=tenant, product=product)
-    if directory is None:
-        raise NotFound("Directory not found.")
-    return directory
-
-
 def directory_or_404(directory_id: str) -> Directory:
     directory = directory_get(directory_id=directory_id)
     if directory is None:
         raise NotFound("Directory not found.")
     return directory
-
-
-def credential_name(request: Request) -> str:
-    """The API key of the request as the audit trail names it: `api key <name> (<prefix>…)`, or API_KEYS
-    for a key of that setting (which has no name)."""
-    principal = request.auth
-    return f"api key {principal.name} ({principal.prefix}…)" if isinstance(principal, ApiKey) else "API_KEYS"
-
-
-def _audit(request: Request, *, action: str, directory: Directory, details: dict[str, Any] | None = None) -> None:
-    """Record a change made over the REST API in the audit trail (same action names as the admin side);
-    there is no admin actor, so the details name the API key that made it."""
-    credential = credential_name(request)
-    audit_record(
-        actor=None,
-        action=action,
-        target_type="directory",
-        target_id=directory.id,
-        directory_id=directory.id,
-        client_ip=request.META.get("REMOTE_ADDR") or None,
-        details={
-            "via": "rest-api",
-            "credential": credential,
-            "name": directory.name,
-            "tenant": directory.tenant,
-            "product": directory.product,
-            **(details or {}),
-        },
-    )
 
 
 class DirectoryListCreateApi(ApiView):
@@ -158,10 +88,7 @@ class DirectoryListCreateApi(ApiView):
         responses={201: directories_doc.DirectoryEnvelope, **doc.errors(413)},
     )
     def post(self, request: Request) -> Response:
-        data = json_body(request)
-        with transaction.atomic():
-            directory = directory_create(data=data)
-            _audit(request, action="directory.created", directory=directory)
+        directory = directory_create(data=json_body(request), actor=actor_of(request))
         return ok(directory_data(directory), status=201)
 
 
@@ -190,15 +117,7 @@ class DirectoryDetailApi(ApiView):
     )
     def patch(self, request: Request, directory_id: str) -> Response:
         directory = directory_or_404(directory_id)
-        data = json_body(request)
-        with transaction.atomic():
-            directory, changed = directory_update(directory=directory, data=data)
-            if changed:
-                action, details = (
-                    directory_update_action(changed, directory),
-                    directory_update_details(changed, directory),
-                )
-                _audit(request, action=action, directory=directory, details=details)
+        directory, _changed = directory_update(directory=directory, data=json_body(request), actor=actor_of(request))
         return ok(directory_data(directory))
 
     @extend_schema(
@@ -208,123 +127,8 @@ class DirectoryDetailApi(ApiView):
         responses={200: doc.EmptyEnvelope, **doc.errors(404)},
     )
     def delete(self, request: Request, directory_id: str) -> Response:
-        directory = directory_or_404(directory_id)
-        with transaction.atomic():
-            _audit(request, action="directory.deleted", directory=directory)
-            directory_delete(directory=directory)
+        directory_delete(directory=directory_or_404(directory_id), actor=actor_of(request))
         return ok({})
-
-
-def _tenant_list(
-    request: Request, page: Callable[..., Any], render: Callable[[list[Any]], list[dict[str, Any]]], **filters: Any
-) -> Response:
-    """One page of a tenant and product's users or groups (`page`: the selector), optionally of one
-    directory (`directoryId`), rendered with `render`; `filters` go to the selector."""
-    tenant, product = tenant_product(request)
-    offset, limit = page_bounds(request)
-    directory = _directory_filter(request, tenant, product)
-    if limit == 0:
-        return ok([])
-    rows = page(
-        tenant=tenant,
-        product=product,
-        directory_id=directory.id if directory else None,
-        offset=offset,
-        limit=limit,
-        **filters,
-    )
-    return ok(render(rows))
-
-
-def _groups_data(groups: list[Any]) -> list[dict[str, Any]]:
-    return [group_data(group) for group in groups]
-
-
-class UserListApi(ApiView):
-    @extend_schema(
-        operation_id="users_list",
-        summary="List the users of a tenant and product",
-        description="Users of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[*users_groups_doc.LIST_PARAMETERS, *users_groups_doc.USER_FILTERS],
-        responses={200: users_groups_doc.UserListEnvelope, **doc.errors(404)},
-    )
-    def get(self, request: Request) -> Response:
-        tenant, product = tenant_product(request)
-        offset, limit = page_bounds(request)
-        filters = UserFilters(
-            active=query_boolean(request, "active"),
-            email=query_nonempty(request, "email"),
-            group_id=query_uuid(request, "group"),
-            updated_after=query_datetime(request, "updatedAfter"),
-        )
-        named = _directory_filter(request, tenant, product)
-        # The tenant's directories, read once: they scope the page and give its users' maps.
-        directories = [named] if named is not None else list(directory_list(tenant=tenant, product=product))
-        if limit == 0:
-            return ok([])
-        users = tenant_users_page(directories=directories, offset=offset, limit=limit, filters=filters)
-        return ok(users_data(users, {d.id: d for d in directories}))
-
-
-class UserDetailApi(ApiView):
-    @extend_schema(
-        operation_id="users_get",
-        summary="Get a user of a tenant and product",
-        description="A user of another tenant or product is a 404, like a missing one.",
-        parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: users_groups_doc.UserEnvelope, **doc.errors(404)},
-    )
-    def get(self, request: Request, user_id: str) -> Response:
-        tenant, product = tenant_product(request)
-        user = tenant_user_get(tenant=tenant, product=product, user_id=user_id)
-        if user is None:
-            raise NotFound("User not found.")
-        return ok(users_data([user])[0])
-
-
-class UserGroupsApi(ApiView):
-    @extend_schema(
-        operation_id="users_groups_list",
-        summary="List the groups a user of a tenant and product is a member of (without members)",
-        description="Oldest group first. A user of another tenant or product is a 404, like a missing one.",
-        parameters=[doc.path_uuid("user_id"), doc.TENANT, doc.PRODUCT, doc.PAGE_OFFSET, doc.PAGE_LIMIT],
-        responses={200: users_groups_doc.GroupListEnvelope, **doc.errors(404)},
-    )
-    def get(self, request: Request, user_id: str) -> Response:
-        tenant, product = tenant_product(request)
-        offset, limit = page_bounds(request)
-        user = tenant_user_get(tenant=tenant, product=product, user_id=user_id)
-        if user is None:
-            raise NotFound("User not found.")
-        return ok(_groups_data(user_groups_page(user=user, offset=offset, limit=limit) if limit else []))
-
-
-class GroupListApi(ApiView):
-    @extend_schema(
-        operation_id="groups_list",
-        summary="List the groups of a tenant and product (without members)",
-        description="Groups of every directory of the tenant and product (or of directoryId), oldest first.",
-        parameters=[*users_groups_doc.LIST_PARAMETERS, users_groups_doc.GROUP_NAME],
-        responses={200: users_groups_doc.GroupListEnvelope, **doc.errors(404)},
-    )
-    def get(self, request: Request) -> Response:
-        return _tenant_list(request, tenant_groups_page, _groups_data, name=query_nonempty(request, "name"))
-
-
-class GroupDetailApi(ApiView):
-    @extend_schema(
-        operation_id="groups_get",
-        summary="Get a group of a tenant and product, with its members",
-        description="A group of another tenant or product is a 404, like a missing one.",
-        parameters=[doc.path_uuid("group_id"), doc.TENANT, doc.PRODUCT],
-        responses={200: users_groups_doc.GroupEnvelope, **doc.errors(404)},
-    )
-    def get(self, request: Request, group_id: str) -> Response:
-        tenant, product = tenant_product(request)
-        group = tenant_group_get(tenant=tenant, product=product, group_id=group_id)
-        if group is None:
-            raise NotFound("Group not found.")
-        return ok(group_with_members_data(group, group_member_ids(group=group)))
 
 
 # --- the SCIM secret: rotation with grace, and revoking the previous one (contract §4.1) ---------------
@@ -346,10 +150,7 @@ class ScimSecretApi(ApiView):
     def post(self, request: Request, directory_id: str) -> Response:
         directory = directory_or_404(directory_id)
         grace = scim_secret_rotation_input(json_object_body(request))
-        with transaction.atomic():
-            directory = directory_scim_secret_rotate(directory=directory, grace_seconds=grace)
-            details = {"grace_seconds": grace}
-            _audit(request, action="directory.scim_secret_rotated", directory=directory, details=details)
+        directory = directory_scim_secret_rotate(directory=directory, grace_seconds=grace, actor=actor_of(request))
         return ok(directory_data(directory))
 
 
@@ -363,10 +164,7 @@ class PreviousScimSecretApi(ApiView):
     )
     def delete(self, request: Request, directory_id: str) -> Response:
         directory = directory_or_404(directory_id)
-        with transaction.atomic():
-            directory, revoked = directory_previous_scim_secret_revoke(directory=directory)
-            if revoked:
-                _audit(request, action="directory.previous_scim_secret_revoked", directory=directory)
+        directory, _revoked = directory_previous_scim_secret_revoke(directory=directory, actor=actor_of(request))
         return ok(directory_data(directory))
 
 
@@ -390,8 +188,5 @@ class ScimOAuthSecretApi(ApiView):
     def post(self, request: Request, directory_id: str) -> Response:
         directory = directory_or_404(directory_id)
         scim_oauth_secret_rotation_input(json_object_body(request))
-        with transaction.atomic():
-            directory, secret, first = directory_scim_oauth_secret_rotate(directory=directory)
-            details = {"first": first}
-            _audit(request, action="directory.scim_oauth_secret_rotated", directory=directory, details=details)
+        directory, secret, _first = directory_scim_oauth_secret_rotate(directory=directory, actor=actor_of(request))
         return ok(directory_with_client_secret(directory, secret))

@@ -7,16 +7,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from adminauth.held import held_changes_resolve_audited
-from adminauth.throttle import client_ip
 from core.apiinput import json_object_body, page_bounds
 from core.envelope import ok
 from directories.guard.rendering import held_change_data
 from directories.guard.selectors import held_changes
-from directories.guard.services import held_resolve_input
+from directories.guard.services import held_changes_resolve, held_resolve_input
 from restapi import openapi_common as doc
 from restapi import openapi_held_changes as held_doc
-from restapi.apis import ApiView, credential_name, directory_or_404
+from restapi.apikeys import actor_of
+from restapi.apis import ApiView, directory_or_404
 
 
 class HeldChangesApi(ApiView):
@@ -38,16 +37,8 @@ class HeldChangesApi(ApiView):
 def _resolve(request: Request, directory_id: str, *, approve: bool) -> Response:
     directory = directory_or_404(directory_id)
     ids = held_resolve_input(json_object_body(request))
-    count = held_changes_resolve_audited(
-        directory=directory,
-        ids=ids,
-        approve=approve,
-        actor=None,
-        actor_name=credential_name(request),
-        via="rest-api",
-        client_ip=client_ip(request),
-    )
-    return ok({"approved" if approve else "discarded": count})
+    resolved = held_changes_resolve(directory=directory, ids=ids, approve=approve, actor=actor_of(request))
+    return ok({"approved" if approve else "discarded": resolved.count})
 
 
 class HeldChangesApproveApi(ApiView):

@@ -151,7 +151,7 @@ def _tighten(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     return result
 
 
-# directories.services.scim_rate_limit_check: 0, or SCIM_RATE_LIMIT_MIN to SCIM_RATE_LIMIT_MAX (null: nullable).
+# directories.services.directory.scim_rate_limit_check: 0, or MIN to MAX (null: nullable).
 SCIM_RATE_LIMIT_SCHEMA: list[dict[str, Any]] = [
     {"type": "integer", "enum": [0]},
     {"type": "integer", "minimum": SCIM_RATE_LIMIT_MIN, "maximum": SCIM_RATE_LIMIT_MAX},

@@ -7,24 +7,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from adminauth.resends import changes_resend_audited
 from core.apiinput import json_body
 from core.envelope import ok
 from core.errors import NotFound
-from directories.models import ApiKey
 from directories.selectors import directory_get
 from restapi import openapi_common as doc
 from restapi import openapi_resends as resends_doc
+from restapi.apikeys import actor_of
 from restapi.apis import ApiView
-from webhooks.services import RESEND_MAX, changes_resend_input
-
-
-def _actor(request: Request) -> tuple[str, str]:
-    """The API key's name, and how the audit trail names the credential (as restapi.apis does)."""
-    principal = request.auth
-    if isinstance(principal, ApiKey):
-        return principal.name, f"api key {principal.name} ({principal.prefix}…)"
-    return "API_KEYS", "API_KEYS"
+from webhooks.services import RESEND_MAX, changes_resend, changes_resend_input
 
 
 class ChangesResendApi(ApiView):
@@ -49,16 +40,11 @@ class ChangesResendApi(ApiView):
         if directory is None:
             raise NotFound("Directory not found.")
         asked = changes_resend_input(json_body(request))
-        name, credential = _actor(request)
-        queued = changes_resend_audited(
+        queued = changes_resend(
             directory=directory,
             first=asked.first,
             last=asked.last,
             event_ids=asked.event_ids,
-            actor=None,
-            actor_name=name,
-            via="rest-api",
-            client_ip=request.META.get("REMOTE_ADDR") or None,
-            details={"credential": credential},
+            actor=actor_of(request),
         )
         return ok({"queued": queued}, status=202)

@@ -8,20 +8,16 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from adminauth.throttle import client_ip
 from core.apiinput import json_body, page_bounds
 from core.envelope import ok
 from core.errors import NotFound
 from restapi import openapi_common as doc
 from restapi import openapi_setup_links as links_doc
-from restapi.apis import ApiView, credential_name, directory_or_404
+from restapi.apikeys import actor_of
+from restapi.apis import ApiView, directory_or_404
 from setuplinks.rendering import setup_link_data
 from setuplinks.selectors import setup_link_get, setup_link_list
-from setuplinks.services import Actor, setup_link_create, setup_link_input, setup_link_revoke
-
-
-def _actor(request: Request) -> Actor:
-    return Actor(name=credential_name(request), via="rest-api", client_ip=client_ip(request))
+from setuplinks.services import setup_link_create, setup_link_input, setup_link_revoke
 
 
 class SetupLinksApi(ApiView):
@@ -55,7 +51,7 @@ class SetupLinksApi(ApiView):
     def post(self, request: Request, directory_id: str) -> Response:
         directory = directory_or_404(directory_id)
         asked = setup_link_input(json_body(request))
-        link, token = setup_link_create(directory=directory, actor=_actor(request), asked=asked)
+        link, token = setup_link_create(directory=directory, actor=actor_of(request), asked=asked)
         return ok(setup_link_data(link, token=token), status=201)
 
 
@@ -72,5 +68,5 @@ class SetupLinkApi(ApiView):
         link = setup_link_get(directory=directory_or_404(directory_id), link_id=link_id)
         if link is None:
             raise NotFound("Setup link not found.")
-        setup_link_revoke(link=link, actor=_actor(request))
+        setup_link_revoke(link=link, actor=actor_of(request))
         return Response(status=204)

@@ -1,6 +1,7 @@
 """REST routes (contract §3). `/api/v1/dsync/…` is an alias of `/api/v1/directory-sync/…`.
 
 Order matters: `users` and `groups` come before `<directory_id>`, or they would be read as an id.
+`<directory_id>/users` and `<directory_id>/groups` are one directory's users and groups (restapi.users_groups).
 `<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
 request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/scim-oauth-secret`
 the OAuth client secret of the SCIM endpoint (contract §4.3), `<directory_id>/changes`
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from restapi import apis
+from restapi import apis, users_groups
 from restapi.changes import DirectoryChangesApi
 from restapi.deliveries import DirectoryEventsApi
 from restapi.held_changes import HeldChangesApi, HeldChangesApproveApi, HeldChangesDiscardApi
@@ -26,12 +27,23 @@ from restapi.setup_links import SetupLinkApi, SetupLinksApi
 def _routes(prefix: str, suffix: str) -> list:
     return [
         path(prefix, apis.DirectoryListCreateApi.as_view(), name=f"directory-list{suffix}"),
-        path(f"{prefix}/users", apis.UserListApi.as_view(), name=f"user-list{suffix}"),
-        path(f"{prefix}/users/<str:user_id>", apis.UserDetailApi.as_view(), name=f"user-detail{suffix}"),
-        path(f"{prefix}/users/<str:user_id>/groups", apis.UserGroupsApi.as_view(), name=f"user-groups{suffix}"),
-        path(f"{prefix}/groups", apis.GroupListApi.as_view(), name=f"group-list{suffix}"),
-        path(f"{prefix}/groups/<str:group_id>", apis.GroupDetailApi.as_view(), name=f"group-detail{suffix}"),
+        path(f"{prefix}/users", users_groups.UserListApi.as_view(), name=f"user-list{suffix}"),
+        path(f"{prefix}/users/<str:user_id>", users_groups.UserDetailApi.as_view(), name=f"user-detail{suffix}"),
+        path(f"{prefix}/users/<str:user_id>/groups", users_groups.UserGroupsApi.as_view(), name=f"user-groups{suffix}"),
+        path(f"{prefix}/groups", users_groups.GroupListApi.as_view(), name=f"group-list{suffix}"),
+        path(f"{prefix}/groups/<str:group_id>", users_groups.GroupDetailApi.as_view(), name=f"group-detail{suffix}"),
         path(f"{prefix}/<str:directory_id>", apis.DirectoryDetailApi.as_view(), name=f"directory-detail{suffix}"),
+        # One directory's users and groups, by its id (no tenant or product needed).
+        path(
+            f"{prefix}/<str:directory_id>/users",
+            users_groups.DirectoryUsersApi.as_view(),
+            name=f"directory-users{suffix}",
+        ),
+        path(
+            f"{prefix}/<str:directory_id>/groups",
+            users_groups.DirectoryGroupsApi.as_view(),
+            name=f"directory-groups{suffix}",
+        ),
     ]
 
 

@@ -2,34 +2,26 @@
 `directories setup-links <id>` (list) and `directories setup-link-revoke <id> <link id>` (contract §3.1).
 
 Handed to the directories command at start-up (setuplinks.apps). Audited with the OS user who ran the
-command, as `manage.py webhooks_resend` is. The link's URL is printed once, on creation; a list never
+command, as every command is. The link's URL is printed once, on creation; a list never
 shows a token (none is kept).
 """
 
 from __future__ import annotations
 
-import getpass
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from audit.actors import command_actor
 from core.errors import RosterError
 from core.timefmt import iso_utc, iso_utc_or_none
 from directories.management.commands.directories import Subcommand, table_lines
 from setuplinks.rendering import setup_link_url
 from setuplinks.selectors import setup_link_get, setup_link_list
-from setuplinks.services import EXPIRES_IN_DEFAULT, Actor, setup_link_create, setup_link_input, setup_link_revoke
+from setuplinks.services import EXPIRES_IN_DEFAULT, setup_link_create, setup_link_input, setup_link_revoke
 
 _LIST_COLUMNS = ("ID", "STATUS", "CREATED", "EXPIRES", "OPENED", "CREATED BY")
-
-
-def _actor() -> Actor:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
-        user = "unknown"
-    return Actor(name=f"manage.py ({user})", via="manage.py")
 
 
 def _number(raw: str) -> Any:
@@ -59,7 +51,7 @@ def _create(command: BaseCommand, options: dict[str, Any]) -> None:
         "allow_mapping": options["allow_mapping"],
     }
     try:
-        link, token = setup_link_create(directory=directory, actor=_actor(), asked=setup_link_input(data))
+        link, token = setup_link_create(directory=directory, actor=command_actor(), asked=setup_link_input(data))
     except RosterError as exc:
         raise CommandError(exc.message) from None
     command.stdout.write(setup_link_url(token))
@@ -105,7 +97,7 @@ def _revoke(command: BaseCommand, options: dict[str, Any]) -> None:
     link = setup_link_get(directory=directory, link_id=options["link_id"])
     if link is None:
         raise CommandError(f"No setup link of this directory has the id {options['link_id']!r}.")
-    link = setup_link_revoke(link=link, actor=_actor())
+    link = setup_link_revoke(link=link, actor=command_actor())
     command.stdout.write(f"Setup link {link.id} revoked at {iso_utc(link.revoked_at)}.")  # type: ignore[arg-type]
 
 

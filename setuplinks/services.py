@@ -3,9 +3,9 @@
 The REST API, the admin API, the portal and `manage.py directories setup-link` create and revoke links
 here; the setup page itself opens a link, generates the directory's SCIM secret (or its OAuth client
 secret, while OAuth is on) and saves its maps here.
-Who asked is an `Actor`: the audit trail records an admin as the entry's actor, anyone else (an API
-key, the OS user of a command, a link) by name in the entry's details, as the other audited services
-do. What a link does is audited as `setup-link:<id>`.
+Who asked is an `Actor` (audit.actors), which the surface builds: the audit trail records an admin as the
+entry's actor, anyone else (an API key, the OS user of a command, a link) by name in the entry's details.
+What a link does is audited as `setup-link:<id>`, the Actor the setup page builds (setuplinks.views).
 
 Every write through a link locks the link's row first and checks it is still active and its directory
 still active, so a revocation committed on any node stops the next request through the link, and a
@@ -25,8 +25,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from adminauth.models import AdminUser
-from adminauth.services import audit_record
+from audit.actors import Actor
+from audit.services import audit_record
 from core.apiinput import fields_known
 from core.crypto import secret_digest
 from core.errors import Conflict, NotFound, RosterError, ValidationFailed
@@ -55,16 +55,6 @@ INPUT_FIELDS = ("expires_in", "return_url", "allow_mapping")
 GRACE_WHEN_IN_USE = 3600
 IN_USE_WITHIN = timedelta(hours=24)
 _LOOPBACK_NAMES = ("localhost", "localhost.")
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who asks, as the link (`created_by`, `revoked_by`) and the audit trail name them."""
-
-    name: str  # an admin's email, "api key <name> (<prefix>…)", "API_KEYS", "manage.py (<os user>)"
-    via: str  # rest-api, admin-api, portal, manage.py
-    admin: AdminUser | None = None
-    client_ip: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,43 +125,16 @@ def setup_link_input(data: Any) -> SetupLinkInput:
 
 
 def _audit(
-    *,
-    action: str,
-    link: SetupLink,
-    directory: Directory,
-    actor: AdminUser | None,
-    name: str,
-    via: str,
-    client_ip: str | None,
-    details: dict[str, Any] | None = None,
-    target: str = "setup_link",
+    *, actor: Actor, action: str, link: SetupLink, directory: Directory, details: dict[str, Any] | None = None
 ) -> None:
+    """An entry about the link itself (created, revoked, first opened): its target is the link."""
     audit_record(
         actor=actor,
         action=action,
-        target_type=target,
-        target_id=link.id if target == "setup_link" else directory.id,
+        target_type="setup_link",
+        target_id=link.id,
         directory_id=directory.id,
-        client_ip=client_ip,
-        details={"via": via, "actor": name, "setup_link_id": str(link.id), "name": directory.name, **(details or {})},
-    )
-
-
-def _audit_by_link(
-    action: str, link: SetupLink, directory: Directory, client_ip: str | None, details: dict[str, Any] | None = None
-) -> None:
-    """An entry for what the link itself did (its actor is `setup-link:<id>`): its first opening targets the
-    link, a secret or a map it changed targets the directory."""
-    _audit(
-        action=action,
-        link=link,
-        directory=directory,
-        actor=None,
-        name=link.actor,
-        via="setup-link",
-        client_ip=client_ip,
-        details=details,
-        target="setup_link" if action.startswith("setup_link.") else "directory",
+        details={"setup_link_id": str(link.id), "name": directory.name, **(details or {})},
     )
 
 
@@ -203,13 +166,10 @@ def setup_link_create(
             roles=sorted({r for r in (current["role_map"] or {}).values() if isinstance(r, str)}),
         )
         _audit(
+            actor=actor,
             action="setup_link.created",
             link=link,
             directory=directory,
-            actor=actor.admin,
-            name=actor.name,
-            via=actor.via,
-            client_ip=actor.client_ip,
             details={
                 "expires_at": link.expires_at.isoformat(),
                 "allow_mapping": link.allow_mapping,
@@ -230,16 +190,8 @@ def setup_link_revoke(*, link: SetupLink, actor: Actor) -> SetupLink:
             locked.revoked_at = timezone.now()
             locked.revoked_by = actor.name[:400]
             locked.save(update_fields=["revoked_at", "revoked_by"])
-            _audit(
-                action="setup_link.revoked",
-                link=locked,
-                directory=link.directory,
-                actor=actor.admin,
-                name=actor.name,
-                via=actor.via,
-                client_ip=actor.client_ip,
-                details={"was": _was(locked, locked.revoked_at)},
-            )
+            details = {"was": _was(locked, locked.revoked_at)}
+            _audit(actor=actor, action="setup_link.revoked", link=locked, directory=link.directory, details=details)
     return locked
 
 
@@ -263,14 +215,14 @@ def _link_locked(link: SetupLink) -> SetupLink:
     return locked
 
 
-def setup_link_open(*, link: SetupLink, client_ip: str | None) -> SetupLink:
-    """Count one opening of the page; the first one is audited. The count is one UPDATE (concurrent
-    openings all count) and the first is the one that finds the count at 0."""
+def setup_link_open(*, link: SetupLink, actor: Actor) -> SetupLink:
+    """Count one opening of the page; the first one is audited (`actor`: the link's, setuplinks.views). The
+    count is one UPDATE (concurrent openings all count) and the first is the one that finds the count at 0."""
     now = timezone.now()
     with transaction.atomic():
         first = SetupLink.objects.filter(pk=link.pk, opened_count=0).update(opened_count=1, last_opened_at=now)
         if first:
-            _audit_by_link("setup_link.opened", link, link.directory, client_ip)
+            _audit(actor=actor, action="setup_link.opened", link=link, directory=link.directory)
         else:
             SetupLink.objects.filter(pk=link.pk).update(opened_count=F("opened_count") + 1, last_opened_at=now)
     link.last_opened_at = now
@@ -285,7 +237,7 @@ class GeneratedSecret:
     previous_expires_at: datetime | None
 
 
-def setup_secret_generate(*, link: SetupLink, client_ip: str | None) -> GeneratedSecret:
+def setup_secret_generate(*, link: SetupLink, actor: Actor) -> GeneratedSecret:
     """A new SCIM secret for the link's directory, to be shown once. When the directory received an
     authenticated SCIM request within IN_USE_WITHIN, the previous secret keeps working GRACE_WHEN_IN_USE
     seconds (contract §4.1 rotation with grace); otherwise nobody uses it and it stops at once."""
@@ -302,8 +254,7 @@ def setup_secret_generate(*, link: SetupLink, client_ip: str | None) -> Generate
         last = health.last_authenticated_at if health is not None else None
         in_use = last is not None and last >= timezone.now() - IN_USE_WITHIN
         grace = GRACE_WHEN_IN_USE if in_use else 0
-        directory = directory_scim_secret_rotate(directory=directory, grace_seconds=grace)
-        _audit_by_link("directory.scim_secret_rotated", locked, directory, client_ip, {"grace_seconds": grace})
+        directory = directory_scim_secret_rotate(directory=directory, grace_seconds=grace, actor=actor)
     expires = directory.previous_scim_secret_expires_at if grace else None
     return GeneratedSecret(
         directory=directory, secret=directory.scim_secret, grace_seconds=grace, previous_expires_at=expires
@@ -316,7 +267,7 @@ class GeneratedClientSecret:
     secret: str
 
 
-def setup_oauth_secret_generate(*, link: SetupLink, client_ip: str | None) -> GeneratedClientSecret:
+def setup_oauth_secret_generate(*, link: SetupLink, actor: Actor) -> GeneratedClientSecret:
     """A new client secret for the OAuth client of the link's directory (contract §4.3), to be shown once;
     every access token issued before stops working. Only while the directory's OAuth is on: whether a
     directory offers OAuth is the application's choice, a link only replaces the secret (409 otherwise)."""
@@ -325,8 +276,7 @@ def setup_oauth_secret_generate(*, link: SetupLink, client_ip: str | None) -> Ge
         directory = locked.directory
         if not directory.scim_oauth_enabled:
             raise Conflict("OAuth is not on for this connection; the application turns it on.")
-        directory, secret, first = directory_scim_oauth_secret_rotate(directory=directory)
-        _audit_by_link("directory.scim_oauth_secret_rotated", locked, directory, client_ip, {"first": first})
+        directory, secret, _first = directory_scim_oauth_secret_rotate(directory=directory, actor=actor)
     return GeneratedClientSecret(directory=directory, secret=secret)
 
 
@@ -378,7 +328,7 @@ def mapping_problems(
 
 
 def setup_mapping_save(
-    *, link: SetupLink, attribute_map: dict[str, str], role_rows: list[tuple[str, str]], client_ip: str | None
+    *, link: SetupLink, attribute_map: dict[str, str], role_rows: list[tuple[str, str]], actor: Actor
 ) -> list[str]:
     """Save the maps posted through a link: new paths for the attribute names the application declared
     (names it did not declare are ignored; none is added or removed) and the role map as the rows give
@@ -404,9 +354,6 @@ def setup_mapping_save(
             found = problem(value)  # the whole map: its size limits
             if found is not None:
                 raise ValidationFailed(found[1], field=field)
-        directory, changed = directory_update(
-            directory=directory, data={"attribute_map": {n: p.strip() for n, p in paths.items()}, "role_map": new_roles}
-        )
-        if changed:
-            _audit_by_link("directory.updated", locked, directory, client_ip, {"fields": changed})
+        maps = {"attribute_map": {n: p.strip() for n, p in paths.items()}, "role_map": new_roles}
+        directory, changed = directory_update(directory=directory, data=maps, actor=actor)
     return changed

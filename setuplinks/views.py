@@ -26,7 +26,9 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
-from adminauth.throttle import SETUP_LINK, client_ip, failure_record, throttle_wait_seconds
+from adminauth.throttle import SETUP_LINK, failure_record, throttle_wait_seconds
+from audit.actors import Actor
+from core.clientaddress import client_ip
 from core.errors import Conflict, RosterError, ValidationFailed
 from directories.models import HealthState
 from directories.rendering import scim_oauth_data
@@ -100,6 +102,14 @@ def _link(request: HttpRequest, token: str) -> SetupLink | HttpResponse:
     return link
 
 
+def actor_of(request: HttpRequest, link: SetupLink) -> Actor:
+    """Who acts on this page, as the audit trail names it: the link itself (`setup-link:<id>`), from the
+    client's address."""
+    return Actor(
+        name=link.actor, via="setup-link", client_ip=client_ip(request), details={"setup_link_id": str(link.id)}
+    )
+
+
 def _refused_by_service(exc: RosterError) -> HttpResponse:
     """A write refused because the link was revoked, expired or its directory deactivated meanwhile."""
     return _refusal(410 if exc.status == 410 else 404)
@@ -164,7 +174,7 @@ def setup_page(request: HttpRequest, token: str) -> HttpResponse:
     found = _link(request, token)
     if isinstance(found, HttpResponse):
         return found
-    link = setup_link_open(link=found, client_ip=client_ip(request))
+    link = setup_link_open(link=found, actor=actor_of(request, found))
     return _page(request, link, token, provider_key=request.GET.get("provider"))
 
 
@@ -200,7 +210,7 @@ def _secret_generated(
         return found
     provider_key = request.POST.get("provider")
     try:
-        generated = generate(link=found, client_ip=client_ip(request))
+        generated = generate(link=found, actor=actor_of(request, found))
     except Conflict as exc:
         return _page(request, found, token, provider_key=provider_key, notice=exc.message, status=409)
     except RosterError as exc:
@@ -229,7 +239,7 @@ def setup_mapping(request: HttpRequest, token: str) -> HttpResponse:
                 link=found,
                 attribute_map=form.attribute_map_posted(),
                 role_rows=form.role_rows_posted(),
-                client_ip=client_ip(request),
+                actor=actor_of(request, found),
             )
         except MappingRefused as exc:
             form.errors_from(exc.errors)

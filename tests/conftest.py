@@ -14,6 +14,7 @@ from django.test import Client
 
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR, scene_trail_forget
 
 API_KEY = "test-env-api-key"
 # `nodes`: two web servers on the test database (tests/webnodes.py).
@@ -99,14 +100,20 @@ def api_client() -> Client:
 
 @pytest.fixture
 def directory_a(db) -> Directory:  # noqa: ANN001
-    return directory_create(data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"})
+    directory = directory_create(
+        actor=TEST_ACTOR, data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"}
+    )
+    scene_trail_forget()
+    return directory
 
 
 @pytest.fixture
 def directory_b(db) -> Directory:  # noqa: ANN001
-    return directory_create(
-        data={"name": "Globex Entra", "tenant": "globex", "product": "crm", "type": "azure-scim-v2"}
+    directory = directory_create(
+        actor=TEST_ACTOR, data={"name": "Globex Entra", "tenant": "globex", "product": "crm", "type": "azure-scim-v2"}
     )
+    scene_trail_forget()
+    return directory
 
 
 @pytest.fixture

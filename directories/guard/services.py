@@ -6,10 +6,11 @@ What the SCIM store calls, inside the transaction of the write and holding the u
 after the user's (`FOR NO KEY UPDATE`, which user inserts, whose foreign key takes `KEY SHARE` on it, do not
 wait for): deprovisions of one directory serialize there, on every web process and node.
 
-What people call through the REST API, the admin API, the portal and `manage.py directories held` (audited
-by adminauth.held): `held_changes_resolve`, which approves (applies in order, with their events, numbered
-now and carrying `held_since`) or discards held changes, and re-arms the guard with an empty window when
-nothing is held any more. It locks the users it changes, in id order, then the directory: the same order.
+What people call through the REST API, the admin API, the portal and `manage.py directories held`, each
+handing in its Actor: `held_changes_resolve`, audited in its own transaction, which approves (applies in
+order, with their events, numbered now and carrying `held_since`) or discards held changes, and re-arms
+the guard with an empty window when nothing is held any more. It locks the users it changes, in id order,
+then the directory: the same order.
 
 Lock order overall: users, then the directory, then the directory's event counter (always last,
 docs/events.md).
@@ -26,6 +27,8 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from audit.actors import Actor
+from audit.services import audit_record
 from core.apiinput import fields_known
 from core.errors import Conflict, ValidationFailed
 from core.requestid import scope_current
@@ -223,8 +226,12 @@ class Resolution:
     rearmed: bool
 
 
-def held_changes_resolve(*, directory: Directory, ids: list[uuid.UUID] | None, approve: bool) -> Resolution:
-    """Approve or discard the held changes `ids` (None: all), in one transaction.
+def held_changes_resolve(
+    *, directory: Directory, ids: list[uuid.UUID] | None, approve: bool, actor: Actor
+) -> Resolution:
+    """Approve or discard the held changes `ids` (None: all), in one transaction with its audit entry (who
+    asked, what, how many, whether the guard re-armed). A refused resolution changes nothing and leaves no
+    entry.
 
     Order is kept per user: approving a change approves that user's earlier held changes with it (a later
     change was made on top of them), and discarding one discards that user's later ones with it. Approved
@@ -233,39 +240,58 @@ def held_changes_resolve(*, directory: Directory, ids: list[uuid.UUID] | None, a
     changes is a 400 and nothing is done. When nothing is held any more, the guard re-arms with an empty
     window."""
     with transaction.atomic():
-        seen = list(held_changes(directory=directory).values_list("id", "user_id"))
-        if ids is not None:
-            known = {change_id for change_id, _user in seen}
-            unknown = [str(i) for i in ids if i not in known]
-            if unknown:
-                raise ValidationFailed(
-                    f"Not a held change of this directory: {', '.join(unknown[:3])}{' …' if len(unknown) > 3 else ''}.",
-                    field="ids",
-                )
-        users = sorted({user_id for _change, user_id in seen})
-        # Lock order: the users (id order), then the directory (as the SCIM writes: user, then directory).
-        rows = {user.id: user for user in DirectoryUser.objects.select_for_update().filter(pk__in=users).order_by("pk")}
-        _directory_lock(directory)
-        held = [change for change in held_changes(directory=directory) if change.user_id in rows]
-        if ids is not None and not set(ids) <= {change.id for change in held}:
-            raise ValidationFailed("Some of those held changes were resolved meanwhile.", field="ids")
-        chosen = _chosen(held, ids, approve=approve)
-        if not chosen:
-            return Resolution(0, _rearm_if_empty(directory))
-        try:
-            events = _apply(directory, chosen, rows) if approve else []
-        except IntegrityError:
-            # A held rename onto a userName another user has in the application's view since: the database's
-            # constraint refuses it, and the whole approval with it.
-            raise Conflict(
-                "A held change gives a user a userName another user has now; nothing was applied. Discard that "
-                "change (the identity provider sends the user again on its next push)."
-            ) from None
-        _forget(chosen, held)
-        rearmed = _rearm_if_empty(directory)
+        result, events = _resolve(directory, ids, approve=approve)
+        audit_record(
+            actor=actor,
+            action="directory.held_changes_approved" if approve else "directory.held_changes_discarded",
+            target_type="directory",
+            target_id=directory.id,
+            directory_id=directory.id,
+            details={
+                "name": directory.name,
+                "asked": "all" if ids is None else [str(i) for i in ids],
+                "count": result.count,
+                "rearmed": result.rearmed,
+            },
+        )
         if events:
             outbox().changes_record(directory=directory, events=events)  # the last write (docs/events.md)
-        return Resolution(len(chosen), rearmed)
+    return result
+
+
+def _resolve(directory: Directory, ids: list[uuid.UUID] | None, *, approve: bool) -> tuple[Resolution, list[Any]]:
+    """The work of `held_changes_resolve`, inside its transaction: what it did, and the events of the changes
+    it applied (EventSpec, in order), which the caller records last."""
+    seen = list(held_changes(directory=directory).values_list("id", "user_id"))
+    if ids is not None:
+        known = {change_id for change_id, _user in seen}
+        unknown = [str(i) for i in ids if i not in known]
+        if unknown:
+            raise ValidationFailed(
+                f"Not a held change of this directory: {', '.join(unknown[:3])}{' …' if len(unknown) > 3 else ''}.",
+                field="ids",
+            )
+    users = sorted({user_id for _change, user_id in seen})
+    # Lock order: the users (id order), then the directory (as the SCIM writes: user, then directory).
+    rows = {user.id: user for user in DirectoryUser.objects.select_for_update().filter(pk__in=users).order_by("pk")}
+    _directory_lock(directory)
+    held = [change for change in held_changes(directory=directory) if change.user_id in rows]
+    if ids is not None and not set(ids) <= {change.id for change in held}:
+        raise ValidationFailed("Some of those held changes were resolved meanwhile.", field="ids")
+    chosen = _chosen(held, ids, approve=approve)
+    if not chosen:
+        return Resolution(0, _rearm_if_empty(directory)), []
+    try:
+        events = _apply(directory, chosen, rows) if approve else []
+    except IntegrityError:
+        # A held rename onto a userName another user has in the application's view since: the database's
+        # constraint refuses it, and the whole approval with it.
+        raise Conflict(
+            "A held change gives a user a userName another user has now; nothing was applied. Discard that "
+            "change (the identity provider sends the user again on its next push)."
+        ) from None
+    _forget(chosen, held)
+    return Resolution(len(chosen), _rearm_if_empty(directory)), events
 
 
 def _chosen(held: list[HeldChange], ids: list[uuid.UUID] | None, *, approve: bool) -> list[HeldChange]:

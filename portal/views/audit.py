@@ -7,7 +7,7 @@ import json
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from adminauth.selectors import audit_list as audit_entries
+from audit import selectors as audit_selectors
 from portal.selectors import directory_names
 from portal.views.common import admin_page, paginate, search_term
 
@@ -31,7 +31,8 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         search_term(request, "directory"),
     )
     page = paginate(
-        request, audit_entries(actor=actor or None, action=action or None, directory_id=directory_id or None)
+        request,
+        audit_selectors.audit_list(actor=actor or None, action=action or None, directory_id=directory_id or None),
     )
     # Name the directories on this page in one query; deleted ones keep their id in the trail.
     ids = {e.directory_id for e in page.object_list if e.directory_id}
@@ -46,7 +47,6 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         }
         for e in page.object_list
     ]
-    actions = audit_entries().order_by().values_list("action", flat=True).distinct()
     return render(
         request,
         "portal/audit/list.html",
@@ -56,7 +56,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
             "actor": actor,
             "action": action,
             "directory_filter": directory_id,
-            "actions": sorted(actions),
+            "actions": audit_selectors.audit_actions(),
             "filtered": bool(actor or action or directory_id),
             "section": "audit",
         },

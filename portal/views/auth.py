@@ -13,10 +13,11 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
-from adminauth.services import audit_record
+from adminauth.services import admin_signin_record, admin_signout_record
 from adminauth.throttle import failure_record, failures_clear, throttle_wait_seconds
+from core.clientaddress import client_ip
 from portal.forms import SignInForm
-from portal.views.common import client_ip
+from portal.views.common import actor_of
 
 
 def _safe_next(request: HttpRequest) -> str:
@@ -58,14 +59,7 @@ def signin(request: HttpRequest) -> HttpResponse:
             else:
                 failures_clear(email=email)
                 login(request, user)  # rotates the session key (no session fixation)
-                audit_record(
-                    actor=user,
-                    action="admin.login",
-                    target_type="admin_user",
-                    target_id=user.pk,
-                    client_ip=ip,
-                    details={"via": "portal"},
-                )
+                admin_signin_record(actor=actor_of(request))
                 return redirect(_safe_next(request))
     elif request.method == "POST":
         status = 400
@@ -81,14 +75,7 @@ def signin(request: HttpRequest) -> HttpResponse:
 def signout(request: HttpRequest) -> HttpResponse:
     # POST only (CSRF-checked by the middleware): a GET link could sign admins out from another site.
     if request.user.is_authenticated:
-        audit_record(
-            actor=request.user,
-            action="admin.logout",
-            target_type="admin_user",
-            target_id=request.user.pk,
-            client_ip=client_ip(request),
-            details={"via": "portal"},
-        )
+        admin_signout_record(actor=actor_of(request))
         logout(request)
         messages.info(request, "You are signed out.")
     return redirect("portal:login")

@@ -1,4 +1,5 @@
-"""What every portal page shares: the sign-in requirement, no caching, the admin's time zone, paging."""
+"""What every portal page shares: the sign-in requirement, no caching, the admin's time zone, paging, and who
+the signed-in admin is to the audit trail (`actor_of`: the one place the portal builds its Actor)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
-from adminauth.throttle import client_ip as admin_client_ip
+from audit.actors import Actor
+from core.clientaddress import client_ip
 from core.errors import ValidationFailed
 
 PAGE_SIZE = 50
@@ -39,10 +41,11 @@ def admin_page(view: View) -> View:
     return never_cache(login_required(wrapper))
 
 
-def client_ip(request: HttpRequest) -> str | None:
-    """The client's address, decided exactly as the admin API decides it (TRUSTED_PROXY_COUNT), so the
-    audit trail reads the same whichever surface an action came from."""
-    return admin_client_ip(request)
+def actor_of(request: HttpRequest) -> Actor:
+    """Who acts on a portal request: the signed-in admin, from the client's address as every surface decides
+    it (TRUSTED_PROXY_COUNT)."""
+    user = request.user
+    return Actor(name=user.email, via="portal", admin=user, client_ip=client_ip(request))
 
 
 def paginate(request: HttpRequest, queryset: QuerySet, *, per_page: int = PAGE_SIZE) -> Page:

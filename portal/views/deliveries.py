@@ -12,10 +12,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from adminauth.resends import changes_resend_audited
 from core.errors import RosterError
 from directories.selectors import directory_get
-from portal.views.common import admin_page, client_ip, not_found, paginate
+from portal.views.common import actor_of, admin_page, not_found, paginate
+from webhooks import services as webhook_services
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_get, event_sequence_last
 from webhooks.selectors import delivery_list as deliveries_of
@@ -106,14 +106,7 @@ def changes_resend(request: HttpRequest, directory_id: str) -> HttpResponse:
         first = _sequence(request.POST.get("from"))
         asked = {"first": first, "last": resend_range_end(first, event_sequence_last(directory=directory))}
     try:
-        queued = changes_resend_audited(
-            directory=directory,
-            **asked,
-            actor=request.user,
-            actor_name=request.user.email,
-            via="portal",
-            client_ip=client_ip(request),
-        )
+        queued = webhook_services.changes_resend(directory=directory, **asked, actor=actor_of(request))
     except RosterError as exc:
         messages.error(request, f"Nothing was resent: {exc.message}")
     else:

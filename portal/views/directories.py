@@ -1,8 +1,8 @@
 """Directory pages: list, create, the directory's own page, edit, toggles, secret rotation (the SCIM secret,
 the OAuth client secret, the webhook secret), delete.
 
-Every write goes through adminauth's audited services, so each admin action is audited exactly once,
-whether it comes from the portal or the admin API.
+Every write goes through the directory services with the signed-in admin as its Actor; the service records
+the audit entry, so each admin action is audited exactly once, whether it comes from the portal or an API.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from adminauth import services as admin_services
 from core.errors import RosterError, ValidationFailed
 from core.ratelimit import scim_per_minute
+from directories import services
 from directories.activity.rendering import health_data, health_row
 from directories.guard.rules import guard_setting
 from directories.models import Directory, HealthState
@@ -34,8 +34,8 @@ from portal.forms import (
 )
 from portal.selectors import portal_directory_list
 from portal.views.common import (
+    actor_of,
     admin_page,
-    client_ip,
     form_error_from,
     not_found,
     paginate,
@@ -44,10 +44,6 @@ from portal.views.common import (
 from portal.views.held_changes import guard_context
 from setuplinks.providers import PROVIDERS
 from setuplinks.selectors import setup_link_list
-
-
-def _audit_args(request: HttpRequest) -> dict[str, Any]:
-    return {"actor": request.user, "client_ip": client_ip(request)}
 
 
 @admin_page
@@ -78,7 +74,7 @@ def directory_create(request: HttpRequest) -> HttpResponse:
     form = DirectoryCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            directory = admin_services.admin_directory_create(**_audit_args(request), data=form.service_data())
+            directory = services.directory_create(data=form.service_data(), actor=actor_of(request))
         except ValidationFailed as exc:
             form_error_from(form, exc)
         else:
@@ -151,7 +147,7 @@ def directory_edit(request: HttpRequest, directory_id: str) -> HttpResponse:
     form = DirectoryEditForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            admin_services.admin_directory_update(**_audit_args(request), directory=directory, data=form.service_data())
+            services.directory_update(directory=directory, data=form.service_data(), actor=actor_of(request))
         except ValidationFailed as exc:
             form_error_from(form, exc)
         else:
@@ -189,7 +185,7 @@ def _switch(
         messages.error(request, "Choose on or off.")
     else:
         try:
-            admin_services.admin_directory_update(**_audit_args(request), directory=directory, data=data(value))
+            services.directory_update(directory=directory, data=data(value), actor=actor_of(request))
         except RosterError as exc:  # e.g. 409: the SCIM secret cannot go off while OAuth has no client secret
             messages.error(request, exc.message)
         else:
@@ -239,8 +235,8 @@ def directory_scim_secret_rotate(request: HttpRequest, directory_id: str) -> Htt
     form = ScimSecretRotateForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         grace = form.cleaned_data["grace_seconds"]
-        directory = admin_services.admin_directory_scim_secret_rotate(
-            **_audit_args(request), directory=directory, grace_seconds=grace
+        directory = services.directory_scim_secret_rotate(
+            directory=directory, grace_seconds=grace, actor=actor_of(request)
         )
         if grace:
             until = timezone.localtime(directory.previous_scim_secret_expires_at)
@@ -282,8 +278,8 @@ def directory_scim_oauth_secret_rotate(request: HttpRequest, directory_id: str) 
     if directory is None:
         return not_found(request, "directory")
     if request.method == "POST":
-        directory, secret = admin_services.admin_directory_scim_oauth_secret_rotate(
-            **_audit_args(request), directory=directory
+        directory, secret, _first = services.directory_scim_oauth_secret_rotate(
+            directory=directory, actor=actor_of(request)
         )
         # Shown on this answer only: only its digest is stored, and this page is never cached.
         return render(
@@ -304,9 +300,7 @@ def directory_previous_scim_secret_revoke(request: HttpRequest, directory_id: st
     directory = directory_get(directory_id=directory_id)
     if directory is None:
         return not_found(request, "directory")
-    _directory, revoked = admin_services.admin_directory_previous_scim_secret_revoke(
-        **_audit_args(request), directory=directory
-    )
+    _directory, revoked = services.directory_previous_scim_secret_revoke(directory=directory, actor=actor_of(request))
     if revoked:
         messages.success(request, "The old SCIM secret no longer works; only the current one does.")
     else:
@@ -325,7 +319,7 @@ def directory_webhook_secret_rotate(request: HttpRequest, directory_id: str) -> 
         return redirect("portal:directory", directory_id=directory.id)
     if request.method == "POST":
         try:
-            admin_services.admin_directory_webhook_secret_rotate(**_audit_args(request), directory=directory)
+            services.directory_webhook_secret_rotate(directory=directory, actor=actor_of(request))
         except RosterError as exc:
             messages.error(request, exc.message)
         else:
@@ -347,7 +341,7 @@ def directory_delete(request: HttpRequest, directory_id: str) -> HttpResponse:
     form = DeleteConfirmForm(request.POST or None, expected_name=directory.name)
     if request.method == "POST" and form.is_valid():
         name = directory.name
-        admin_services.admin_directory_delete(**_audit_args(request), directory=directory)
+        services.directory_delete(directory=directory, actor=actor_of(request))
         messages.success(request, f"Directory “{name}” deleted with its users, groups and delivery log.")
         return redirect("portal:directories")
     status = 400 if request.method == "POST" else 200

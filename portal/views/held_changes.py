@@ -1,5 +1,6 @@
 """The deprovision guard's held changes in the portal (contract §4.2): the list, and approving or discarding
-all of them or the ticked ones. Every resolution goes through adminauth's audited service, as on the APIs."""
+all of them or the ticked ones. Every resolution goes through the guard's service, audited with the signed-in
+admin, as on the APIs."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from adminauth.held import held_changes_resolve_audited
 from core.errors import RosterError
+from directories.guard import services as guard_services
 from directories.guard.rendering import guard_state
 from directories.guard.rules import guard_setting
 from directories.guard.selectors import held_changes
 from directories.guard.services import held_resolve_input
 from directories.models import Directory
 from directories.selectors import directory_get
-from portal.views.common import admin_page, client_ip, not_found, paginate
+from portal.views.common import actor_of, admin_page, not_found, paginate
 
 BANNER_ROWS = 20  # held changes the directory page lists; the rest are on the held changes page
 
@@ -75,15 +76,10 @@ def held_changes_resolve(request: HttpRequest, directory_id: str) -> HttpRespons
         messages.error(request, "Tick at least one held change, or use the buttons for all of them.")
         return redirect(back, directory_id=directory.id)
     try:
-        count = held_changes_resolve_audited(
-            directory=directory,
-            ids=held_resolve_input({} if everything else {"ids": ticked}),
-            approve=approve,
-            actor=request.user,
-            actor_name=request.user.email,
-            via="portal",
-            client_ip=client_ip(request),
-        )
+        ids = held_resolve_input({} if everything else {"ids": ticked})
+        count = guard_services.held_changes_resolve(
+            directory=directory, ids=ids, approve=approve, actor=actor_of(request)
+        ).count
     except RosterError as exc:
         messages.error(request, f"Nothing was done: {exc.message}")
     else:

@@ -1,8 +1,8 @@
 """A directory's attribute and role maps (contract §3): edit them, and preview what they give one user.
 
-Saving goes through the audited service (adminauth.services.admin_directory_update), which validates
-both maps whole, so the page shows the REST API's own messages. A preview computes a user's
-custom_attributes and roles with the maps as typed, without saving them.
+Saving goes through the directory service (directories.services.directory_update, audited with the
+signed-in admin), which validates both maps whole, so the page shows the REST API's own messages. A preview
+computes a user's custom_attributes and roles with the maps as typed, without saving them.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from adminauth import services as admin_services
 from core.errors import ValidationFailed
 from directories.mapping import attribute_map_problem, custom_attributes, role_map_problem, roles
 from directories.selectors import directory_get, directory_user_find, user_groups_attach
+from directories.services import directory_update
 from portal.forms import DirectoryMappingForm
-from portal.views.common import admin_page, client_ip, form_error_from, not_found
+from portal.views.common import actor_of, admin_page, form_error_from, not_found
 
 
 def _pretty(value: Any) -> str:
@@ -46,9 +46,7 @@ def directory_mapping(request: HttpRequest, directory_id: str) -> HttpResponse:
                 status = 200 if preview is not None else 400
             else:
                 try:
-                    admin_services.admin_directory_update(
-                        actor=request.user, client_ip=client_ip(request), directory=directory, data=maps
-                    )
+                    directory_update(directory=directory, data=maps, actor=actor_of(request))
                 except ValidationFailed as exc:
                     form_error_from(form, exc)
                 else:

@@ -14,14 +14,10 @@ from django.views.decorators.http import require_POST
 from core.errors import RosterError, ValidationFailed
 from directories.selectors import directory_get
 from portal.forms import SetupLinkInviteForm
-from portal.views.common import admin_page, client_ip, form_error_from, not_found
+from portal.views.common import actor_of, admin_page, form_error_from, not_found
 from setuplinks.rendering import setup_link_url
 from setuplinks.selectors import setup_link_get
-from setuplinks.services import Actor, setup_link_create, setup_link_input, setup_link_revoke
-
-
-def _actor(request: HttpRequest) -> Actor:
-    return Actor(name=request.user.email, via="portal", admin=request.user, client_ip=client_ip(request))
+from setuplinks.services import setup_link_create, setup_link_input, setup_link_revoke
 
 
 @admin_page
@@ -34,7 +30,7 @@ def setup_link_invite(request: HttpRequest, directory_id: str) -> HttpResponse:
     if form.is_valid():
         try:
             link, token = setup_link_create(
-                directory=directory, actor=_actor(request), asked=setup_link_input(form.service_data())
+                directory=directory, actor=actor_of(request), asked=setup_link_input(form.service_data())
             )
         except ValidationFailed as exc:
             form_error_from(form, exc)
@@ -65,6 +61,6 @@ def setup_link_revoke_view(request: HttpRequest, directory_id: str, link_id: str
     link = setup_link_get(directory=directory, link_id=link_id)
     if link is None:
         return not_found(request, "setup link")
-    setup_link_revoke(link=link, actor=_actor(request))
+    setup_link_revoke(link=link, actor=actor_of(request))
     messages.success(request, "Setup link revoked: it no longer opens.")
     return redirect(reverse("portal:directory", args=[directory.id]) + "#setup-links")

@@ -24,7 +24,7 @@ from typing import Any
 
 from django.core.handlers.wsgi import get_path_info
 
-from adminauth.throttle import client_address
+from core.clientaddress import client_address
 from directories.activity import recorder
 from directories.activity.state import (
     AUTHENTICATED,

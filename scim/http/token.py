@@ -34,7 +34,7 @@ from urllib.parse import unquote_to_bytes
 import orjson
 from django.utils.http import parse_header_parameters
 
-from adminauth.throttle import client_address
+from core.clientaddress import client_address
 from core.outage import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from core.text import text_problem
 from scim.http.activity import Exchange

@@ -8,7 +8,8 @@ import uuid
 import pytest
 from django.test import Client
 
-from adminauth.models import AdminToken, AdminUser, AuditEntry
+from adminauth.models import AdminToken, AdminUser
+from audit.models import AuditEntry
 from core.comparison import comparison_key
 from core.timefmt import iso_utc
 from directories.models import Directory, DirectoryGroup, DirectoryUser

@@ -10,7 +10,8 @@ from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from adminauth.models import AdminToken, AdminUser, AuditEntry
+from adminauth.models import AdminToken, AdminUser
+from audit.models import AuditEntry
 from tests.adminauth.conftest import AdminSession, login
 
 pytestmark = pytest.mark.django_db

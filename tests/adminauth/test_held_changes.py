@@ -1,6 +1,6 @@
 """The deprovision guard's held changes on the admin side (contract §4.2): the admin API's routes, the
 `deprovision_guard` setting through an admin PATCH, and `manage.py directories held`, each resolution audited
-with its count (adminauth.held)."""
+with its count (directories.guard.services.held_changes_resolve)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory, DirectoryUser, HeldChange
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.adminauth.conftest import AdminSession
 from tests.scim.conftest import Scim
 from tests.scim.guardkit import guard_set, users_make
@@ -33,7 +34,9 @@ def _post(client: Client, path: str, body: Any = None) -> Any:
 @pytest.fixture
 def tripped() -> tuple[Directory, list[str]]:
     """A directory whose guard holds three deletions (max_users 1: the first one went through)."""
-    directory = guard_set(directory_create(data={"tenant": "acme", "product": "crm"}), max_users=1, max_percent=1)
+    directory = guard_set(
+        directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"}), max_users=1, max_percent=1
+    )
     scim = Scim(directory)
     ids = users_make(scim, 6)
     for user_id in ids[:4]:
@@ -80,7 +83,9 @@ def test_the_admin_api_refuses_another_directorys_change(
     admin_client: Client, tripped: tuple[Directory, list[str]]
 ) -> None:
     directory, _held = tripped
-    other = guard_set(directory_create(data={"tenant": "globex", "product": "crm"}), max_users=1, max_percent=1)
+    other = guard_set(
+        directory_create(actor=TEST_ACTOR, data={"tenant": "globex", "product": "crm"}), max_users=1, max_percent=1
+    )
     scim = Scim(other)
     ids = users_make(scim, 3, prefix="g")
     scim.delete(f"/Users/{ids[0]}")

@@ -12,7 +12,8 @@ import jwt
 import pytest
 from django.test import Client
 
-from adminauth.models import AdminToken, AdminUser, AuditEntry, LoginFailure
+from adminauth.models import AdminToken, AdminUser, LoginFailure
+from audit.models import AuditEntry
 from tests.adminauth.conftest import LOGIN, ROOT, login
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +75,7 @@ def test_login_is_audited_once_without_secrets(root) -> None:  # noqa: ANN001
     assert entry.action == "admin.login"
     assert str(entry.actor_id) == body["user"]["id"]
     assert entry.client_ip == "127.0.0.1"
-    assert entry.details == {"created": True}
+    assert entry.details == {"via": "admin-api", "actor": "ops@example.com", "created": True}
     serialized = str(entry.__dict__)
     for secret in (body["token"], body["adminToken"]["token"], body["adminToken"]["tokenBcrypt"], ROOT):
         assert secret not in serialized

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory, ScimLogEntry
 from tests.adminauth.conftest import AdminSession
 
@@ -38,7 +38,8 @@ def test_rotation_with_grace_keeps_the_old_secret_and_is_audited(
     assert data["scim"]["previous_secret_expires_at"] is not None and data["health"]["state"] == "never_connected"
     assert scim_status(directory_a, old) == scim_status(directory_a, data["scim"]["secret"]) == 200
     entry = AuditEntry.objects.get(action="directory.scim_secret_rotated")
-    assert entry.details == {"grace_seconds": 3600} and str(entry.actor_id) == admin_session.user_id
+    about = {"via": "admin-api", "actor": "ops@example.com", "name": "Acme Okta", "tenant": "acme", "product": "crm"}
+    assert entry.details == {**about, "grace_seconds": 3600} and str(entry.actor_id) == admin_session.user_id
 
 
 @pytest.mark.parametrize("body", [{"grace_seconds": -5}, {"grace_seconds": "3600"}, {"grace_seconds": False}, {"x": 1}])

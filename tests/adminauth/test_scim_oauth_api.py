@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from core.crypto import secret_digest
 from directories.models import Directory
 from tests.adminauth.conftest import ROOT, AdminSession
@@ -41,7 +41,8 @@ def test_an_admin_creates_then_rotates_the_client_secret_each_audited_without_it
     row = Directory.objects.get(pk=directory_a.pk)
     assert OAuth(row, second["scim"]["oauth"]["client_secret"]).token()
     entries = list(AuditEntry.objects.filter(action="directory.scim_oauth_secret_rotated").order_by("id"))
-    assert [e.details for e in entries] == [{"first": True}, {"first": False}]
+    about = {"via": "admin-api", "actor": "ops@example.com", "name": "Acme Okta", "tenant": "acme", "product": "crm"}
+    assert [e.details for e in entries] == [{**about, "first": True}, {**about, "first": False}]
     assert all(e.actor.email == "ops@example.com" and e.directory_id == directory_a.id for e in entries)
     # The answer of a read never shows it.
     read = call(admin_client, "get", f"/directories/{directory_a.id}").json()["data"]
@@ -83,7 +84,8 @@ def test_an_admin_switches_the_static_secret_with_an_audit_entry_and_a_409_befor
     data = call(admin_client, "patch", f"/directories/{directory_a.id}", off).json()["data"]
     assert data["scim"]["static_secret_enabled"] is False
     [entry] = AuditEntry.objects.filter(action="directory.scim_static_secret_toggled")
-    assert entry.details == {"fields": ["scim_static_secret_enabled"], "scim_static_secret_enabled": False}
+    about = {"via": "admin-api", "actor": "ops@example.com", "name": "Acme Okta", "tenant": "acme", "product": "crm"}
+    assert entry.details == {**about, "fields": ["scim_static_secret_enabled"], "scim_static_secret_enabled": False}
     assert entry.actor.email == "ops@example.com"
     assert (
         Client(HTTP_AUTHORIZATION=f"Bearer {directory_a.scim_secret}")

@@ -8,13 +8,14 @@ import scim.authentication as authentication
 from bench.costs import credential_checks
 from directories.models import Directory
 from directories.services import directory_scim_oauth_secret_rotate
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_credential_checks_time_both_credentials_and_put_the_lookup_back(directory_a: Directory) -> None:
     lookup = authentication.directory_get
-    directory, _secret, _first = directory_scim_oauth_secret_rotate(directory=directory_a)
+    directory, _secret, _first = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory_a)
     checks = credential_checks(directory, rounds=2, calls=50)
     assert set(checks) == {"static secret", "access token", "access token, first use"}
     assert all(v > 0 for v in checks.values())

@@ -19,12 +19,15 @@ from bench.scale import seed_group, seed_members, seed_users
 from bench.workload import PATCH_SCHEMA, USER_SCHEMA
 from directories.models import DirectoryUser, GroupMembership
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
 
 def _statement_counts(size: int) -> dict[str, int]:
-    directory = directory_create(data={"tenant": f"qc{size}", "product": "bench", "type": "okta-scim-v2"})
+    directory = directory_create(
+        actor=TEST_ACTOR, data={"tenant": f"qc{size}", "product": "bench", "type": "okta-scim-v2"}
+    )
     group = seed_group(directory, "big")
     users = seed_users(directory, 0, size)
     seed_members(group, users[:-3])  # the last three are spares for the PATCH add

@@ -35,6 +35,8 @@ METHODS = {
     "directories_scim_oauth_secret_rotate": "directories.rotate_scim_oauth_secret",
     "directory_events_list": "directories.deliveries",
     "directory_scim_requests_list": "directories.scim_requests",
+    "directory_users_list": "directories.users",
+    "directory_groups_list": "directories.groups",
     "users_list": "users.list",
     "users_get": "users.get",
     "users_groups_list": "users.groups",

@@ -40,6 +40,7 @@ from django.db import connection
 
 from config.wsgi import application
 from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import wsgi_run
 from webhooks.models import WebhookEvent
 
@@ -129,6 +130,7 @@ class World:
 @pytest.fixture
 def world(transactional_db: None, settings: Any) -> World:
     from adminauth.services import admin_login_record, admin_token_create, admin_token_disable
+    from audit.actors import Actor
     from directories.services import (
         api_key_create,
         api_key_revoke,
@@ -141,10 +143,14 @@ def world(transactional_db: None, settings: Any) -> World:
     # The token endpoint's cases try many wrong secrets on A: its per-directory budget must not answer 429
     # in place of what is under test (each case comes from its own address, send() below).
     settings.SCIM_OAUTH_MAX_FAILURES_PER_DIRECTORY = 10**6
-    a = directory_create(data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"})
-    b = directory_create(data={"name": "Globex", "tenant": "globex", "product": "crm", "type": "azure-scim-v2"})
-    a, oauth_secret_a, _ = directory_scim_oauth_secret_rotate(directory=a)
-    b, _secret_b, _ = directory_scim_oauth_secret_rotate(directory=b)
+    a = directory_create(
+        actor=TEST_ACTOR, data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"}
+    )
+    b = directory_create(
+        actor=TEST_ACTOR, data={"name": "Globex", "tenant": "globex", "product": "crm", "type": "azure-scim-v2"}
+    )
+    a, oauth_secret_a, _ = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=a)
+    b, _secret_b, _ = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=b)
     rows = {}
     for directory, tag in ((a, "a"), (b, "b")):
         user = DirectoryUser.objects.create(
@@ -161,12 +167,13 @@ def world(transactional_db: None, settings: Any) -> World:
         )
         GroupMembership.objects.create(group=group, user=user)
         rows[tag] = (str(user.id), str(group.id))
-    _, db_key = api_key_create(name="catalogue")
-    revoked, revoked_key = api_key_create(name="revoked")
-    api_key_revoke(api_key=revoked)
-    admin, token, secret, jwt = admin_login_record(email="ops@example.com", client_ip=None)
-    off, off_secret = admin_token_create(actor=admin, client_ip=None, audit=False)
-    admin_token_disable(actor=admin, client_ip=None, token=off)
+    _, db_key = api_key_create(actor=TEST_ACTOR, name="catalogue")
+    revoked, revoked_key = api_key_create(actor=TEST_ACTOR, name="revoked")
+    api_key_revoke(actor=TEST_ACTOR, api_key=revoked)
+    admin, token, secret, jwt = admin_login_record(email="ops@example.com", actor=TEST_ACTOR)
+    as_admin = Actor(name=admin.email, via="admin-api", admin=admin)
+    off, off_secret = admin_token_create(actor=as_admin)
+    admin_token_disable(token=off, actor=as_admin)
     return World(
         a=a,
         b=b,

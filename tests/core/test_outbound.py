@@ -13,6 +13,7 @@ from core.errors import ValidationFailed
 from core.outbound import address_is_public, validate_webhook_url
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 
 REFUSED_HOSTS = [
     "127.0.0.1",  # loopback
@@ -132,7 +133,9 @@ def test_private_networks_setting_turns_the_address_policy_off(settings) -> None
 @pytest.mark.django_db
 def test_directory_create_refuses_a_metadata_endpoint_and_stores_nothing() -> None:
     with pytest.raises(ValidationFailed) as info:
-        directory_create(data={"tenant": "acme", "product": "crm", "webhook_url": "http://169.254.169.254/latest"})
+        directory_create(
+            actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "webhook_url": "http://169.254.169.254/latest"}
+        )
     assert "blocked: non-public address" in info.value.message
     assert not Directory.objects.exists()
 

@@ -10,6 +10,7 @@ from core.comparison import comparison_key
 from core.rows import RowReader, RowWriter
 from directories.models import Directory, DirectoryUser
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def _user(directory: Directory, name: str) -> DirectoryUser:
 
 def test_writer_insert_then_reader_give_what_the_orm_reads(settings) -> None:  # noqa: ANN001
     settings.DB_ENCRYPTION_KEY = "a-test-encryption-key-with-entropy"
-    directory = directory_create(data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
     user = _user(directory, "Ann@example.com")
     writer.insert(user)
     assert user.created_at is not None and user.updated_at is not None  # auto_now_add ran on the instance
@@ -55,7 +56,7 @@ def test_writer_insert_then_reader_give_what_the_orm_reads(settings) -> None:  #
 
 
 def test_writer_update_writes_only_the_named_fields_and_updated_at() -> None:
-    directory = directory_create(data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
     user = _user(directory, "bob@example.com")
     writer.insert(user)
     before = DirectoryUser.objects.get(pk=user.pk)
@@ -89,7 +90,7 @@ def test_rows_cursor_reads_the_same_instants_as_the_orm_and_leaves_the_connectio
     from core import rows
     from core.timefmt import iso_utc
 
-    directory = directory_create(data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
     user = _user(directory, "times@example.com")
     writer.insert(user)
     sql = users.sql('{table}."directory_id" = %s AND {table}."id" = %s')

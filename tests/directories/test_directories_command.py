@@ -115,7 +115,8 @@ def test_export_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     )
     code = (
         "import django; django.setup(); from directories.services import directory_create; "
-        "from directories.models import DirectoryUser; d = directory_create(data={'tenant': 't', 'product': 'p'}); "
+        "from audit.actors import command_actor; from directories.models import DirectoryUser; "
+        "d = directory_create(actor=command_actor(), data={'tenant': 't', 'product': 'p'}); "
         "[DirectoryUser.objects.create(directory=d, user_name=f'u{i}', user_name_key=f'u{i}') for i in range(3)]; "
         "print(d.id)"
     )

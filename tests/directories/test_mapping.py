@@ -11,6 +11,8 @@ from django.test import Client
 
 from directories.mapping import attribute_map_problem, custom_attributes, role_map_problem, roles
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.services import directory_update
+from tests.actors import TEST_ACTOR
 from tests.restapi.conftest import make_group, make_user
 from tests.restapi.test_users_groups_api import ACME, get
 
@@ -131,11 +133,10 @@ def test_users_read_custom_attributes_and_roles_from_the_current_maps(
     assert get(api_client, f"/api/v1/directory-sync/users/{ann.id}", ACME)[1]["data"]["roles"] == ["operator"]
 
 
-def test_admin_api_updates_the_maps_with_one_audit_entry(directory_a: Directory, settings: Any) -> None:
-    from adminauth.models import AuditEntry
-    from adminauth.services import admin_directory_update
+def test_updating_the_maps_leaves_one_audit_entry(directory_a: Directory, settings: Any) -> None:
+    from audit.models import AuditEntry
 
-    admin_directory_update(actor=None, client_ip=None, directory=directory_a, data={"role_map": {"Eng": "dev"}})
+    directory_update(directory=directory_a, data={"role_map": {"Eng": "dev"}}, actor=TEST_ACTOR)
     entry = AuditEntry.objects.filter(directory_id=directory_a.id).latest("id")
     assert entry.action == "directory.updated" and entry.details["fields"] == ["role_map"]
     assert Directory.objects.get(pk=directory_a.id).role_map == {"Eng": "dev"}

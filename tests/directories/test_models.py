@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 
 from core.comparison import comparison_key
 from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +43,9 @@ def test_secrets_are_sealed_at_rest_when_a_key_is_set(settings, db) -> None:  # 
     from directories.services import directory_create
 
     settings.DB_ENCRYPTION_KEY = "a-test-encryption-key-with-entropy"
-    directory = directory_create(data={"tenant": "t", "product": "p", "webhook_url": "https://example.com/h"})
+    directory = directory_create(
+        actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "webhook_url": "https://example.com/h"}
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT scim_secret, webhook_secret FROM directories_directory WHERE id = %s", [directory.id.hex]

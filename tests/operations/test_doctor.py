@@ -17,6 +17,7 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
+from tests.actors import TEST_ACTOR
 from webhooks.models import Heartbeat, WebhookEvent
 from webhooks.services import SWEEP, heartbeat_record
 
@@ -193,7 +194,9 @@ def _tripped_directory() -> Any:
     from tests.scim.guardkit import guard_set, users_make
 
     directory = guard_set(
-        directory_create(data={"tenant": "acme", "product": "crm", "name": "Acme"}), max_users=1, max_percent=1
+        directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": "Acme"}),
+        max_users=1,
+        max_percent=1,
     )
     scim = Scim(directory)
     ids = users_make(scim, 3)

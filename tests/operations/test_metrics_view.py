@@ -11,6 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from directories.models import Directory
+from tests.actors import TEST_ACTOR
 from tests.core.test_metrics import samples
 from tests.scim.conftest import Scim, user_body
 from tests.webhooks.conftest import Receiver, make_hooked_directory
@@ -183,7 +184,9 @@ def test_directories_with_a_tripped_guard_are_read_at_scrape_time(token: str, db
     from tests.scim.guardkit import guard_set, users_make
 
     assert value(scrape(), "roster_guard_tripped_directories") == 0
-    directory = guard_set(directory_create(data={"tenant": "acme", "product": "crm"}), max_users=1, max_percent=1)
+    directory = guard_set(
+        directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"}), max_users=1, max_percent=1
+    )
     scim = Scim(directory)
     ids = users_make(scim, 4)
     for user_id in ids:

@@ -8,8 +8,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adminauth.models import AdminUser, AuditEntry, LoginFailure
+from adminauth.models import AdminUser, LoginFailure
 from adminauth.throttle import max_failures, max_failures_per_email, window
+from audit.models import AuditEntry
 from tests.portal.conftest import ADMIN_EMAIL, ADMIN_PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +48,7 @@ def test_sign_in_is_audited_once_with_the_portal_as_origin(client: Client, admin
     sign_in(client)
     entries = AuditEntry.objects.filter(action="admin.login", actor=admin_user)
     assert entries.count() == 1
-    assert entries.get().details == {"via": "portal"}
+    assert entries.get().details == {"via": "portal", "actor": "ops@example.com"}
 
 
 def test_wrong_password_is_refused_with_one_generic_message(client: Client, admin_user: AdminUser) -> None:

@@ -19,8 +19,10 @@ import requests
 from django.conf import settings as django_settings
 from playwright.sync_api import expect
 
-from adminauth.models import AdminUser, AuditEntry
+from adminauth.models import AdminUser
+from audit.models import AuditEntry
 from directories.models import Directory
+from tests.actors import TEST_ACTOR
 from webhooks.services import draining
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -245,8 +247,12 @@ def test_scim_health_and_the_request_log_in_a_real_browser(browser, portal_env) 
     from directories.services import directory_create
 
     base, _receiver_url = portal_env
-    healthy = directory_create(data={"name": "Okta prod", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"})
-    failing = directory_create(data={"name": "Entra flaky", "tenant": "acme", "product": "hr", "type": "azure-scim-v2"})
+    healthy = directory_create(
+        actor=TEST_ACTOR, data={"name": "Okta prod", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"}
+    )
+    failing = directory_create(
+        actor=TEST_ACTOR, data={"name": "Entra flaky", "tenant": "acme", "product": "hr", "type": "azure-scim-v2"}
+    )
     okta, entra = (f"{base}/api/scim/v2.0/{d.id}" for d in (healthy, failing))
     assert scim(okta, healthy.scim_secret, "GET", "/Users").status_code == 200
     user = {

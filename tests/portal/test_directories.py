@@ -7,9 +7,11 @@ import re
 import pytest
 from django.test import Client
 
-from adminauth.models import AdminUser, AuditEntry
+from adminauth.models import AdminUser
+from audit.models import AuditEntry
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.portal.conftest import make_group, make_user
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +60,7 @@ def test_list_search_matches_name_tenant_or_product(
 
 def test_list_pages_by_fifty(portal_client: Client, db: None) -> None:
     for i in range(55):
-        directory_create(data={"tenant": f"t{i:02d}", "product": "p"})
+        directory_create(actor=TEST_ACTOR, data={"tenant": f"t{i:02d}", "product": "p"})
     first = portal_client.get("/portal/")
     second = portal_client.get("/portal/?page=2")
     assert len(first.context["page"].object_list) == 50

@@ -9,9 +9,11 @@ import uuid
 import pytest
 from django.test import Client
 
-from adminauth.models import AdminUser, AuditEntry
+from adminauth.models import AdminUser
+from audit.models import AuditEntry
 from directories.models import Directory, DirectoryUser, HeldChange
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import Scim
 from tests.scim.guardkit import guard_set, users_make
 
@@ -21,7 +23,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def tripped() -> tuple[Directory, list[str]]:
     directory = guard_set(
-        directory_create(data={"tenant": "acme", "product": "crm", "name": "Acme"}), max_users=1, max_percent=1
+        directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": "Acme"}),
+        max_users=1,
+        max_percent=1,
     )
     scim = Scim(directory)
     ids = users_make(scim, 12)
@@ -47,7 +51,7 @@ def test_the_directory_page_shows_the_banner_with_the_held_changes(
 
 
 def test_a_directory_with_nothing_held_has_no_banner(portal_client: Client) -> None:
-    directory = directory_create(data={"tenant": "calm", "product": "crm"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "calm", "product": "crm"})
     html = portal_client.get(f"/portal/directories/{directory.id}").content.decode()
     assert 'id="guard-banner"' not in html and 'id="guard-state">Armed<' in html
 
@@ -123,7 +127,7 @@ def test_an_unknown_directory_is_the_portals_404(portal_client: Client) -> None:
 
 
 def test_the_settings_page_edits_the_guard(portal_client: Client) -> None:
-    directory = directory_create(data={"tenant": "acme", "product": "crm", "name": "Acme"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": "Acme"})
     page = portal_client.get(f"/portal/directories/{directory.id}/edit").content.decode()
     assert 'id="deprovision-guard"' in page and 'name="guard_max_users"' in page and 'value="10"' in page
     form = {
@@ -150,7 +154,9 @@ def test_the_settings_page_edits_the_guard(portal_client: Client) -> None:
 
 
 def test_a_settings_post_without_the_guard_fields_leaves_the_guard_alone(portal_client: Client) -> None:
-    directory = guard_set(directory_create(data={"tenant": "acme", "product": "crm", "name": "Acme"}), max_users=3)
+    directory = guard_set(
+        directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": "Acme"}), max_users=3
+    )
     answer = portal_client.post(f"/portal/directories/{directory.id}/edit", {"name": "Renamed", "webhook_url": ""})
     assert answer.status_code == 302
     directory.refresh_from_db()

@@ -6,7 +6,7 @@ import json
 
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory
 from tests.portal.conftest import make_group, make_user
 

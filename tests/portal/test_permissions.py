@@ -10,6 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from directories.models import Directory, ScimLogEntry
+from tests.actors import TEST_ACTOR
 from tests.portal.conftest import make_group, make_user
 from webhooks.models import WebhookDelivery
 
@@ -127,7 +128,7 @@ def test_directory_list_query_count_does_not_grow_with_directories(
     from directories.services import directory_create
 
     for i in range(20):
-        directory_create(data={"tenant": f"t{i}", "product": "p"})
+        directory_create(actor=TEST_ACTOR, data={"tenant": f"t{i}", "product": "p"})
     # session + admin + count + one page query with both counts as subqueries
     with django_assert_max_num_queries(4):
         assert portal_client.get("/portal/").status_code == 200

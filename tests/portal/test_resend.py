@@ -10,9 +10,11 @@ import uuid
 import pytest
 from django.test import Client
 
-from adminauth.models import AdminUser, AuditEntry
+from adminauth.models import AdminUser
+from audit.models import AuditEntry
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.webhooks.feedrows import feed_events
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 
@@ -25,13 +27,14 @@ F = EventState.FAILED
 def hooked(settings) -> Directory:  # noqa: ANN001
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
     return directory_create(
+        actor=TEST_ACTOR,
         data={
             "tenant": "acme",
             "product": "crm",
             "name": "Acme",
             "webhook_url": "http://127.0.0.1:9/hook",
             "log_webhook_events": True,
-        }
+        },
     )
 
 

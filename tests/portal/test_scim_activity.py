@@ -11,10 +11,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.activity import recorder
 from directories.models import Directory, ScimHealth, ScimLogEntry
 from directories.services import directory_create, directory_update
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
@@ -29,15 +30,15 @@ def badges(html: str) -> list[str]:
 
 
 def test_the_list_shows_each_directory_s_health_and_filters_by_it(portal_client: Client) -> None:
-    healthy = directory_create(data={"name": "Okta prod", "tenant": "acme", "product": "crm"})
-    failing = directory_create(data={"name": "Entra flaky", "tenant": "acme", "product": "crm"})
-    directory_create(data={"name": "Quiet one", "tenant": "acme", "product": "crm"})
-    off = directory_create(data={"name": "Switched off", "tenant": "acme", "product": "crm"})
+    healthy = directory_create(actor=TEST_ACTOR, data={"name": "Okta prod", "tenant": "acme", "product": "crm"})
+    failing = directory_create(actor=TEST_ACTOR, data={"name": "Entra flaky", "tenant": "acme", "product": "crm"})
+    directory_create(actor=TEST_ACTOR, data={"name": "Quiet one", "tenant": "acme", "product": "crm"})
+    off = directory_create(actor=TEST_ACTOR, data={"name": "Switched off", "tenant": "acme", "product": "crm"})
     scim(healthy)
     for _ in range(5):
         scim(failing, f"/Users/{uuid.uuid4()}")
     recorder.flush()
-    directory_update(directory=off, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=off, data={"deactivated": True})
     html = portal_client.get("/portal/").content.decode()
     assert sorted(badges(html)) == ["deactivated", "failing", "healthy", "never_connected"]
     for state, name in (("failing", "Entra flaky"), ("never_connected", "Quiet one"), ("deactivated", "Switched off")):
@@ -144,7 +145,8 @@ def test_rotation_can_keep_the_old_secret_for_a_day_then_it_can_be_revoked(
     assert timezone.now() + timedelta(hours=23) < directory.previous_scim_secret_expires_at
     assert old not in page  # the old secret is never shown again
     entry = AuditEntry.objects.get(action="directory.scim_secret_rotated")
-    assert entry.details == {"grace_seconds": 86400}
+    about = {"via": "portal", "actor": "ops@example.com", "name": directory.name, "tenant": "acme", "product": "crm"}
+    assert entry.details == {**about, "grace_seconds": 86400}
     revoked = portal_client.post(f"{url}/revoke-previous", follow=True).content.decode()
     assert "no longer works" in revoked and 'id="revoke-previous"' not in revoked
     assert scim(directory, secret=old) == 401

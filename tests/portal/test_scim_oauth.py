@@ -10,7 +10,8 @@ import uuid
 import pytest
 from django.test import Client
 
-from adminauth.models import AdminUser, AuditEntry
+from adminauth.models import AdminUser
+from audit.models import AuditEntry
 from core.crypto import secret_digest
 from directories.models import Directory
 from tests.scim.conftest import OAuth

@@ -11,6 +11,7 @@ from django.test import Client
 from core.comparison import comparison_key
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.services import api_key_create
+from tests.actors import TEST_ACTOR, scene_trail_forget
 
 
 def make_user(directory: Directory, user_name: str, **fields: Any) -> DirectoryUser:
@@ -32,7 +33,9 @@ def make_group(directory: Directory, name: str, members: list[DirectoryUser] = (
 @pytest.fixture
 def db_key(db) -> str:  # noqa: ANN001
     """A key made the way `manage.py apikey create` makes it."""
-    return api_key_create(name="test app")[1]
+    key = api_key_create(actor=TEST_ACTOR, name="test app")[1]
+    scene_trail_forget()
+    return key
 
 
 @pytest.fixture

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
 from directories.models import ApiKey, Directory
 from directories.services import api_key_create, api_key_revoke
+from tests.actors import TEST_ACTOR
 from tests.restapi.conftest import make_group, make_user
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +24,8 @@ ROUTES = [
     ("get", "/api/v1/directory-sync/users/{user}?tenant=acme&product=crm"),
     ("get", "/api/v1/directory-sync/groups?tenant=acme&product=crm"),
     ("get", "/api/v1/directory-sync/groups/{group}?tenant=acme&product=crm"),
+    ("get", "/api/v1/directory-sync/{directory}/users"),
+    ("get", "/api/v1/directory-sync/{directory}/groups"),
     ("get", "/api/v1/dsync?tenant=acme&product=crm"),
     ("post", "/api/v1/dsync"),
     ("get", "/api/v1/dsync/{directory}"),
@@ -30,6 +35,8 @@ ROUTES = [
     ("get", "/api/v1/dsync/users/{user}?tenant=acme&product=crm"),
     ("get", "/api/v1/dsync/groups?tenant=acme&product=crm"),
     ("get", "/api/v1/dsync/groups/{group}?tenant=acme&product=crm"),
+    ("get", "/api/v1/dsync/{directory}/users"),
+    ("get", "/api/v1/dsync/{directory}/groups"),
     ("get", "/api/v1/schema"),
 ]
 
@@ -84,6 +91,37 @@ def test_every_route_refuses_a_missing_malformed_or_wrong_key_with_an_enveloped_
     assert_nothing_changed(directory_a)
 
 
+def _url_patterns() -> list[tuple[str, str]]:
+    """Every route of restapi.urls and each method its view answers, the path's parameters filled with ids
+    that exist nowhere."""
+    from restapi.urls import urlpatterns
+
+    routes = []
+    for pattern in urlpatterns:
+        path = re.sub(r"<str:\w+>", "00000000-0000-4000-8000-000000000000", str(pattern.pattern))
+        view = pattern.callback.view_class
+        routes += [
+            (method, "/" + path) for method in ("get", "post", "patch", "put", "delete") if hasattr(view, method)
+        ]
+    return routes
+
+
+@pytest.mark.parametrize(("method", "path"), _url_patterns())
+def test_every_route_of_the_table_refuses_an_anonymous_caller_before_anything_else(
+    directory_a: Directory, method: str, path: str
+) -> None:
+    # Before its directory is looked up: an unknown id is a 401 too, never a 404 a stranger could learn from.
+    response = call(Client(), method, path)
+    assert response.status_code == 401, (path, response.content)
+    assert response.json()["error"]["code"] == 401
+    assert_nothing_changed(directory_a)
+
+
+def test_the_route_table_scan_finds_the_routes() -> None:
+    paths = {path for _method, path in _url_patterns()}
+    assert len(paths) >= 40 and "/api/v1/dsync/00000000-0000-4000-8000-000000000000/users" in paths
+
+
 @pytest.mark.parametrize(("method", "route"), ROUTES)
 def test_every_route_accepts_a_database_key(targets: dict[str, str], db_key: str, method: str, route: str) -> None:
     response = call(Client(HTTP_AUTHORIZATION=f"Bearer {db_key}"), method, route.format(**targets))
@@ -100,8 +138,8 @@ def test_every_route_accepts_an_env_key(api_client: Client, targets: dict[str, s
 def test_every_route_refuses_a_revoked_database_key(
     directory_a: Directory, targets: dict[str, str], method: str, route: str
 ) -> None:
-    row, key = api_key_create(name="old app")
-    api_key_revoke(api_key=row)
+    row, key = api_key_create(actor=TEST_ACTOR, name="old app")
+    api_key_revoke(actor=TEST_ACTOR, api_key=row)
     response = call(Client(HTTP_AUTHORIZATION=f"Bearer {key}"), method, route.format(**targets))
     assert response.status_code == 401
     assert response.json()["error"]["code"] == 401
@@ -115,10 +153,10 @@ def test_the_bearer_scheme_is_case_insensitive(directory_a: Directory) -> None:
 
 
 def test_a_key_stops_working_when_revoked(directory_a: Directory) -> None:
-    row, key = api_key_create(name="app")
+    row, key = api_key_create(actor=TEST_ACTOR, name="app")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     assert client.get(f"/api/v1/dsync/{directory_a.id}").status_code == 200
-    api_key_revoke(api_key=ApiKey.objects.get(pk=row.pk))
+    api_key_revoke(actor=TEST_ACTOR, api_key=ApiKey.objects.get(pk=row.pk))
     assert client.get(f"/api/v1/dsync/{directory_a.id}").status_code == 401
 
 
@@ -135,7 +173,7 @@ def test_a_scim_secret_is_not_an_api_key(directory_a: Directory) -> None:
 
 
 def test_the_audit_entry_of_a_database_key_names_the_key_not_its_secret(db_key: str) -> None:
-    from adminauth.models import AuditEntry
+    from audit.models import AuditEntry
 
     response = Client(HTTP_AUTHORIZATION=f"Bearer {db_key}").post(
         "/api/v1/dsync", {"tenant": "t", "product": "p"}, content_type="application/json"

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.adminauth.conftest import ROOT, AdminSession, login
 from tests.webhooks.feedrows import feed_events
 from webhooks.models import EventState, WebhookEvent
@@ -27,7 +28,8 @@ F = EventState.FAILED
 def hooked(settings) -> Directory:  # noqa: ANN001
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
     directory = directory_create(
-        data={"tenant": "acme", "product": "crm", "name": "Acme", "webhook_url": "http://127.0.0.1:9/hook"}
+        actor=TEST_ACTOR,
+        data={"tenant": "acme", "product": "crm", "name": "Acme", "webhook_url": "http://127.0.0.1:9/hook"},
     )
     feed_events(directory, [EventState.DELIVERED, F, F])
     return directory
@@ -57,7 +59,8 @@ def test_rest_resend_by_range_answers_202_with_the_count_and_is_audited_with_the
     assert _queued(hooked) == [1, 2, 3]
     entry = AuditEntry.objects.get(action="directory.events_resent")
     assert (entry.actor, entry.directory_id, entry.target_id) == (None, hooked.id, str(hooked.id))
-    assert entry.details["actor"] == "test app"  # the API key's name
+    # The API key as every REST entry names it: its name and prefix.
+    assert entry.details["actor"] == entry.details["credential"]
     assert entry.details["via"] == "rest-api"
     assert entry.details["credential"].startswith("api key test app (")
     assert (entry.details["from"], entry.details["to"], entry.details["queued"]) == (1, 3, 3)

@@ -8,8 +8,9 @@ import uuid
 import pytest
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from tests.actors import TEST_ACTOR
 from tests.restapi.conftest import make_group, make_user
 
 pytestmark = pytest.mark.django_db
@@ -183,8 +184,8 @@ def test_list_returns_only_the_directories_of_tenant_and_product_oldest_first(
 ) -> None:
     from directories.services import directory_create
 
-    second = directory_create(data={"tenant": "acme", "product": "crm", "name": "second"})
-    directory_create(data={"tenant": "acme", "product": "hr"})
+    second = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": "second"})
+    directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "hr"})
     response = api_client.get(prefix, {"tenant": "acme", "product": "crm"})
     assert response.status_code == 200
     body = response.json()
@@ -377,8 +378,12 @@ def test_delete_removes_the_directorys_pending_events_and_delivery_log(api_clien
     from webhooks.models import WebhookDelivery, WebhookEvent
     from webhooks.services import event_record
 
-    hooked = directory_create(data={"tenant": "t", "product": "p", "webhook_url": "https://h.example.com/"})
-    kept = directory_create(data={"tenant": "u", "product": "p", "webhook_url": "https://h.example.com/"})
+    hooked = directory_create(
+        actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "webhook_url": "https://h.example.com/"}
+    )
+    kept = directory_create(
+        actor=TEST_ACTOR, data={"tenant": "u", "product": "p", "webhook_url": "https://h.example.com/"}
+    )
     for directory in (hooked, kept):
         event_record(directory=directory, event_type="user.created", data={"id": "x"})
         WebhookDelivery.objects.create(

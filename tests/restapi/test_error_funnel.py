@@ -12,9 +12,10 @@ import pytest
 from django.db import InterfaceError, OperationalError
 from django.test import Client, RequestFactory
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from config import errorpages
 from directories.models import Directory
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +48,7 @@ def _errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 def admin_client(db) -> Client:  # noqa: ANN001
     from adminauth.services import admin_login_record
 
-    _, _, _, jwt_token = admin_login_record(email="ops@example.com", client_ip=None)
+    _, _, _, jwt_token = admin_login_record(email="ops@example.com", actor=TEST_ACTOR)
     return Client(HTTP_AUTHORIZATION=f"Bearer {jwt_token}")
 
 
@@ -82,7 +83,7 @@ def test_a_view_exception_is_enveloped_with_debug_on_too(
     api_client: Client, monkeypatch: pytest.MonkeyPatch, settings
 ) -> None:  # noqa: ANN001
     settings.DEBUG = True  # Django would answer its HTML technical page
-    monkeypatch.setattr("restapi.apis.tenant_users_page", _explode(RuntimeError("boom")))
+    monkeypatch.setattr("restapi.users_groups.tenant_users_page", _explode(RuntimeError("boom")))
     api_client.raise_request_exception = False
     _envelope_error(api_client.get(f"{REST}/users", ACME), 500, "request id")
 
@@ -102,7 +103,7 @@ def test_an_unusable_incoming_request_id_is_replaced_by_a_new_one(
 def test_an_unexpected_exception_in_the_admin_api_is_an_enveloped_500(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("adminapi.apis.directory_list_with_counts", _explode(RuntimeError("boom")))
+    monkeypatch.setattr("adminapi.directories.directory_list_with_counts", _explode(RuntimeError("boom")))
     admin_client.raise_request_exception = False
     response = admin_client.get(f"{ADMIN}/directories")
     _envelope_error(response, 500, "Internal server error (request id ", response["X-Request-Id"])
@@ -150,7 +151,7 @@ def test_a_lost_database_is_a_503_with_retry_after_and_one_line_without_tracebac
 
 
 def test_a_lost_database_in_the_admin_api_is_a_503(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("adminapi.apis.directory_get", _explode(OperationalError("gone")))
+    monkeypatch.setattr("adminapi.base.directory_get", _explode(OperationalError("gone")))
     admin_client.raise_request_exception = False
     response = admin_client.get(f"{ADMIN}/directories/7b0c4f5e-2d0a-4a51-9d7e-1c2b3a4d5e6f")
     _envelope_error(response, 503, "database is unavailable")

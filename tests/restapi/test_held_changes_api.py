@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory, DirectoryUser, HeldChange
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import Scim
 from tests.scim.guardkit import guard_set, users_make
 
@@ -193,7 +194,7 @@ def test_an_unknown_directory_is_a_404(api_client: Client, suffix: str) -> None:
 
 
 def test_approving_with_nothing_held_answers_zero(api_client: Client) -> None:
-    directory = directory_create(data={"tenant": "calm", "product": "crm"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "calm", "product": "crm"})
     answer = _post(api_client, f"/api/v1/directory-sync/{directory.id}/held-changes/approve")
     assert answer.status_code == 200 and answer.json()["data"] == {"approved": 0}
     assert AuditEntry.objects.get(action="directory.held_changes_approved").details["count"] == 0

@@ -15,10 +15,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.activity import recorder
 from directories.models import Directory, ScimLogEntry
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
@@ -70,10 +71,10 @@ def test_the_directory_list_reads_every_health_in_the_same_query(api_client: Cli
             assert api_client.get("/api/v1/directory-sync?tenant=acme&product=crm").status_code == 200
         return len(ctx.captured_queries)
 
-    directory_create(data={"tenant": "acme", "product": "crm"})
+    directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
     one = list_queries()
     for _ in range(5):
-        directory = directory_create(data={"tenant": "acme", "product": "crm"})
+        directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
         Client(HTTP_AUTHORIZATION=f"Bearer {directory.scim_secret}").get(f"/api/scim/v2.0/{directory.id}/Users")
     recorder.flush()
     assert list_queries() == one

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from core.crypto import secret_digest
 from directories.models import Directory
 from directories.services import directory_scim_oauth_secret_rotate
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import OAuth, outbox_kept  # noqa: F401 - a fixture, used by name
 
 pytestmark = pytest.mark.django_db
@@ -141,7 +142,7 @@ def test_the_rotation_route_takes_post_only(api_client: Client, directory_a: Dir
 def test_the_static_secret_goes_off_and_on_with_an_audit_entry_each_time(
     api_client: Client, directory_a: Directory, off: dict[str, Any]
 ) -> None:
-    directory_scim_oauth_secret_rotate(directory=directory_a)
+    directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory_a)
     secret = directory_a.scim_secret
     response = patch(api_client, directory_a, off)
     assert response.status_code == 200 and response.json()["data"]["scim"]["static_secret_enabled"] is False
@@ -182,7 +183,7 @@ def test_the_static_secret_cannot_go_off_before_oauth_has_a_secret(api_client: C
 def test_a_bad_switch_is_a_400_naming_it_and_nothing_changes(
     api_client: Client, directory_a: Directory, body: dict[str, Any], field: str
 ) -> None:
-    directory_scim_oauth_secret_rotate(directory=directory_a)
+    directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory_a)
     response = patch(api_client, directory_a, body)
     assert response.status_code == 400, response.content
     assert field in response.json()["error"]["message"]

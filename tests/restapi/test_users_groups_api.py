@@ -10,6 +10,7 @@ from django.test import Client
 from core.timefmt import iso_utc
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.restapi.conftest import make_group, make_user
 
 pytestmark = pytest.mark.django_db
@@ -58,8 +59,8 @@ def test_users_list_returns_the_spec_shape_oldest_first(
 def test_users_list_covers_every_directory_of_tenant_and_product_unless_one_is_named(
     api_client: Client, directory_a: Directory
 ) -> None:
-    second = directory_create(data={"tenant": "acme", "product": "crm", "name": "second"})
-    other_product = directory_create(data={"tenant": "acme", "product": "hr"})
+    second = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": "second"})
+    other_product = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "hr"})
     ann = make_user(directory_a, "ann")
     bea = make_user(second, "bea")
     make_user(other_product, "cid")
@@ -180,7 +181,7 @@ def test_group_of_another_tenant_is_a_404_identical_to_a_missing_one(
 
 
 def test_groups_list_filtered_by_directory(api_client: Client, directory_a: Directory) -> None:
-    second = directory_create(data={"tenant": "acme", "product": "crm", "name": "second"})
+    second = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": "second"})
     make_group(directory_a, "Eng")
     ops = make_group(second, "Ops")
     status, body = get(api_client, f"{BASE}/groups", {**ACME, "directoryId": str(second.id)})

@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from directories.models import Directory
+from tests.actors import TEST_ACTOR, scene_trail_forget
 
 SCIM_CT = "application/scim+json"
 USER_URN = "urn:ietf:params:scim:schemas:core:2.0:User"
@@ -110,12 +111,13 @@ def hooked_directory(db, outbox_kept) -> Directory:  # noqa: ANN001
     from directories.services import directory_create
 
     return directory_create(
+        actor=TEST_ACTOR,
         data={
             "tenant": "initech",
             "product": "crm",
             "type": "generic-scim-v2",
             "webhook_url": "https://hooks.example.com/roster",
-        }
+        },
     )
 
 
@@ -266,7 +268,8 @@ def oauth_on(directory: Directory) -> OAuth:
     """Give the directory's OAuth client a secret (OAuth on) and return it."""
     from directories.services import directory_scim_oauth_secret_rotate
 
-    directory, secret, _first = directory_scim_oauth_secret_rotate(directory=directory)
+    directory, secret, _first = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory)
+    scene_trail_forget()
     return OAuth(directory, secret)
 
 

@@ -11,6 +11,7 @@ from django.test import Client
 
 from directories.models import Directory, HeldChange
 from directories.services import directory_update
+from tests.actors import TEST_ACTOR, scene_trail_forget
 from tests.conftest import API_KEY
 from tests.scim.conftest import PATCH_URN, Scim, user_body
 from webhooks.models import WebhookEvent
@@ -19,7 +20,8 @@ DEACTIVATE_OKTA = {"schemas": [PATCH_URN], "Operations": [{"op": "replace", "val
 
 
 def guard_set(directory: Directory, **setting: Any) -> Directory:
-    directory_update(directory=directory, data={"deprovision_guard": setting})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deprovision_guard": setting})
+    scene_trail_forget()
     directory.refresh_from_db()
     return directory
 

@@ -16,6 +16,7 @@ from django.db import connection, connections
 from directories.models import Directory, DirectoryUser, GroupMembership
 from directories.services import directory_create
 from scim.api import scim_request
+from tests.actors import TEST_ACTOR
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -30,7 +31,7 @@ def _postgres_only() -> None:
 def directory() -> Directory:
     # No webhook: events are observed through the embedding callback (the outbox is the webhooks
     # area's, and its in-process delivery would consume the rows while we count them).
-    return directory_create(data={"tenant": "race", "product": "crm"})
+    return directory_create(actor=TEST_ACTOR, data={"tenant": "race", "product": "crm"})
 
 
 EVENTS: list[dict] = []

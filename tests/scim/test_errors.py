@@ -8,6 +8,7 @@ from django.test import Client
 
 from directories.models import Directory, DirectoryUser
 from directories.services import directory_update
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import ERROR_URN, SCIM_CT, Scim, user_body
 
 
@@ -56,7 +57,7 @@ def test_api_key_is_not_a_scim_credential(directory_a: Directory, api_client: Cl
 
 
 def test_deactivated_directory_is_403_and_stores_nothing(scim_a: Scim) -> None:
-    directory_update(directory=scim_a.directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"deactivated": True})
     status, body = scim_a.post("/Users", user_body())
     assert status == 403 and body["status"] == "403"
     assert scim_a.get("/Users")[0] == 403
@@ -67,7 +68,7 @@ def test_rotated_secret_stops_working_at_once(scim_a: Scim) -> None:
     from directories.services import directory_scim_secret_rotate
 
     assert scim_a.get("/Users")[0] == 200
-    directory_scim_secret_rotate(directory=scim_a.directory)
+    directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory)
     assert scim_a.get("/Users")[0] == 401
 
 

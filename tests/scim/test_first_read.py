@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from directories.services import directory_update
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import Scim, user_body
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -49,7 +50,7 @@ def test_wrong_secret_or_deactivated_directory_answers_nothing_read(scim_a: Scim
     for path in (f"/Users/{created['id']}", f"/Users?filter={by_name}"):
         status, body = intruder.get(path)
         assert status == 401 and "cy@x.io" not in str(body) and created["id"] not in str(body)
-    directory_update(directory=scim_a.directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"deactivated": True})
     status, body = scim_a.get(f"/Users/{created['id']}")
     assert status == 403 and "cy@x.io" not in str(body)
 

@@ -16,6 +16,7 @@ import pytest
 from directories.models import Deprovision, Directory, DirectoryUser, HeldChange
 from directories.services import directory_create
 from scim.api import scim_request
+from tests.actors import TEST_ACTOR
 from tests.scim.guardkit import DEACTIVATE_OKTA, guard_set
 from tests.scim.test_concurrency import _parallel
 
@@ -37,7 +38,7 @@ def _call(directory: Directory, method: str, body: Any = None, resource_id: str 
 
 @pytest.fixture
 def directory() -> Directory:
-    made = directory_create(data={"tenant": "guard-race", "product": "crm"})
+    made = directory_create(actor=TEST_ACTOR, data={"tenant": "guard-race", "product": "crm"})
     # max_users binds: 1 % of 40 users is below it, so the percentage never stops the trip.
     return guard_set(made, max_users=10, max_percent=1)
 

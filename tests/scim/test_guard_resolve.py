@@ -15,6 +15,7 @@ from core.timefmt import iso_utc
 from directories.guard.services import held_changes_resolve
 from directories.models import DirectoryUser, HeldChange
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import Scim, group_body, user_body
 from tests.scim.guardkit import DEACTIVATE_OKTA, events, guard_set, held_kinds, rest_directory, rest_user, users_make
 
@@ -45,7 +46,7 @@ def test_approving_all_applies_them_in_order_with_numbered_events_carrying_held_
     directory = scim.directory
     changes = list(HeldChange.objects.filter(directory=directory))
     last = rest_directory(directory)["events"]["last_sequence"]
-    result = held_changes_resolve(directory=directory, ids=None, approve=True)
+    result = held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=None, approve=True)
     assert result.count == 4 and result.rearmed
     recorded = [e for e in events(directory) if e["sequence"] > last]
     assert [(e["event"], e["data"]["id"], e["sequence"]) for e in recorded] == [
@@ -77,7 +78,7 @@ def test_the_guard_re_arms_with_an_empty_window(held: tuple[Scim, list[str]]) ->
     """The approved deprovisions, and the one counted before the trip, do not count any more: the next one
     is the first of a new window (max_users 1 lets one through), the one after it trips again."""
     scim, ids = held
-    held_changes_resolve(directory=scim.directory, ids=None, approve=True)
+    held_changes_resolve(actor=TEST_ACTOR, directory=scim.directory, ids=None, approve=True)
     assert scim.delete(f"/Users/{ids[4]}")[0] == 204
     assert not DirectoryUser.objects.filter(pk=ids[4]).exists()
     assert scim.delete(f"/Users/{ids[5]}")[0] == 204
@@ -88,7 +89,7 @@ def test_approving_a_later_change_approves_the_users_earlier_ones_with_it(held: 
     scim, ids = held
     directory = scim.directory
     rename = HeldChange.objects.get(user_id=ids[2], change="update")
-    result = held_changes_resolve(directory=directory, ids=[rename.id], approve=True)
+    result = held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=[rename.id], approve=True)
     assert result.count == 2 and not result.rearmed
     assert [(e["event"], e["data"]["id"]) for e in events(directory, "user.updated")] == [
         ("user.updated", ids[2]),
@@ -107,7 +108,7 @@ def test_discarding_an_earlier_change_discards_the_users_later_ones_and_restores
     directory = scim.directory
     before = events(directory)
     deactivation = HeldChange.objects.get(user_id=ids[2], change="deactivate")
-    result = held_changes_resolve(directory=directory, ids=[deactivation.id], approve=False)
+    result = held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=[deactivation.id], approve=False)
     assert result.count == 2
     assert events(directory) == before  # nothing sent
     shown = scim.get(f"/Users/{ids[2]}")[1]
@@ -118,7 +119,7 @@ def test_discarding_an_earlier_change_discards_the_users_later_ones_and_restores
 def test_discarding_a_held_deletion_brings_the_user_back_to_scim(held: tuple[Scim, list[str]]) -> None:
     scim, ids = held
     directory = scim.directory
-    held_changes_resolve(directory=directory, ids=None, approve=False)
+    held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=None, approve=False)
     assert scim.get(f"/Users/{ids[1]}")[0] == 200
     assert scim.get("/Users")[1]["totalResults"] == 5
     assert rest_directory(directory)["guard"]["state"] == "armed"
@@ -133,14 +134,14 @@ def test_approving_a_deletion_removes_the_users_memberships(scim_hooked: Scim) -
     _, group = scim_hooked.post("/Groups", group_body("Team", members=ids))
     scim_hooked.delete(f"/Users/{ids[0]}")
     scim_hooked.delete(f"/Users/{ids[1]}")
-    held_changes_resolve(directory=directory, ids=None, approve=True)
+    held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=None, approve=True)
     assert [m["value"] for m in scim_hooked.get(f"/Groups/{group['id']}")[1]["members"]] == [ids[2]]
 
 
 def test_an_unknown_or_foreign_id_is_refused_and_nothing_is_done(held: tuple[Scim, list[str]]) -> None:
     scim, _ids = held
     directory = scim.directory
-    other = directory_create(data={"tenant": "other", "product": "crm"})
+    other = directory_create(actor=TEST_ACTOR, data={"tenant": "other", "product": "crm"})
     other_scim = Scim(guard_set(other, max_users=1, max_percent=1))
     other_ids = users_make(other_scim, 3, prefix="o")
     other_scim.delete(f"/Users/{other_ids[0]}")
@@ -150,7 +151,7 @@ def test_an_unknown_or_foreign_id_is_refused_and_nothing_is_done(held: tuple[Sci
     before = events(directory)
     for ids in ([uuid.uuid4()], foreign, [mine[0], *foreign]):
         with pytest.raises(ValidationFailed) as refused:
-            held_changes_resolve(directory=directory, ids=ids, approve=True)
+            held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=ids, approve=True)
         assert refused.value.field == "ids"
     assert _held_ids(directory) == mine and _held_ids(other) == foreign
     assert events(directory) == before
@@ -158,7 +159,7 @@ def test_an_unknown_or_foreign_id_is_refused_and_nothing_is_done(held: tuple[Sci
 
 def test_resolving_with_nothing_held_does_nothing(scim_hooked: Scim) -> None:
     directory = scim_hooked.directory
-    result = held_changes_resolve(directory=directory, ids=None, approve=True)
+    result = held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=None, approve=True)
     assert (result.count, result.rearmed) == (0, False)
 
 
@@ -176,5 +177,5 @@ def test_an_approval_that_would_break_uniqueness_applies_nothing(scim_hooked: Sc
     )
     before = events(directory)
     with pytest.raises(Conflict):
-        held_changes_resolve(directory=directory, ids=None, approve=True)
+        held_changes_resolve(actor=TEST_ACTOR, directory=directory, ids=None, approve=True)
     assert events(directory) == before and len(held_kinds(directory)) == 1

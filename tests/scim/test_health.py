@@ -26,6 +26,7 @@ from directories.activity.services import scim_health_merge, scim_health_sweep
 from directories.activity.state import AUTHENTICATED, Counters
 from directories.models import Directory, ScimHealth, ScimLogEntry
 from directories.services import directory_create, directory_scim_secret_rotate, directory_update
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import Scim, user_body
 from webhooks.models import WebhookEvent
 
@@ -56,7 +57,7 @@ def health(directory: Directory) -> dict[str, Any]:
 
 
 def test_a_new_directory_is_never_connected_and_its_first_state_is_not_announced(announced: Any) -> None:
-    directory = directory_create(data={"tenant": "acme", "product": "crm"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
     assert health(directory) == {
         "state": "never_connected",
         "last_request_at": None,
@@ -126,12 +127,12 @@ def test_a_401_for_a_directory_that_does_not_exist_counts_nowhere(directory_a: D
 def test_deactivation_is_a_state_of_its_own_and_is_announced_at_once(scim_a: Scim, announced: Any) -> None:
     assert scim_a.get("/Users")[0] == 200
     recorder.flush()
-    directory_update(directory=scim_a.directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"deactivated": True})
     assert API.get(f"/api/v1/directory-sync/{scim_a.directory.id}").json()["data"]["health"]["state"] == "deactivated"
     assert scim_a.get("/Users")[0] == 403  # counted, yet still deactivated
     refused = health(scim_a.directory)
     assert refused["state"] == "deactivated" and refused["errors_24h"] == 1
-    directory_update(directory=scim_a.directory, data={"deactivated": False})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"deactivated": False})
     assert health(scim_a.directory)["state"] == "healthy"
     assert announced(scim_a.directory) == [
         ("never_connected", "healthy"),
@@ -158,7 +159,7 @@ def test_the_sweep_notices_silence_and_the_next_request_ends_it(scim_a: Scim, an
 
 
 def test_the_sweep_erases_previous_secrets_past_their_expiry(scim_a: Scim) -> None:
-    directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=60)
+    directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=60)
     result = scim_health_sweep(now=timezone.now() + timedelta(seconds=61))
     row = Directory.objects.get(pk=scim_a.directory.pk)
     assert (
@@ -169,7 +170,7 @@ def test_the_sweep_erases_previous_secrets_past_their_expiry(scim_a: Scim) -> No
 def test_uses_are_credited_to_the_secret_used_even_when_a_rotation_came_before_the_flush(scim_a: Scim) -> None:
     old = scim_a.directory.scim_secret
     assert scim_a.get("/Users")[0] == 200  # with the old secret, not flushed yet
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=3600)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=3600)
     recorder.flush()
     scim = API.get(f"/api/v1/directory-sync/{directory.id}").json()["data"]["scim"]
     assert scim["last_used_at"] is None and scim["previous_secret_last_used_at"] is not None

@@ -25,6 +25,7 @@ from directories.services import (
 from scim import tokens
 from scim.api import scim_request
 from scim.tokens import EXPIRES_IN, TOKEN_LENGTH
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import OAuth, Scim, oauth_on, user_body
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +87,7 @@ def test_an_expired_token_is_the_401_of_a_wrong_secret(oauth_a: OAuth, monkeypat
 def test_a_new_client_secret_ends_every_earlier_token_at_once(oauth_a: OAuth) -> None:
     earlier = [oauth_a.token(), oauth_a.token()]
     assert all(answer(oauth_a.directory, t)[0] == 200 for t in earlier)
-    directory, secret, first = directory_scim_oauth_secret_rotate(directory=oauth_a.directory)
+    directory, secret, first = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=oauth_a.directory)
     assert not first
     for token in earlier:
         assert answer(directory, token) == wrong_secret(directory)
@@ -121,23 +122,27 @@ def test_the_embedding_api_takes_a_token_and_has_no_token_endpoint(oauth_a: OAut
 def test_with_the_static_secret_off_it_is_refused_like_a_wrong_one_and_tokens_still_work(oauth_a: OAuth) -> None:
     directory = oauth_a.directory
     secret = directory.scim_secret
-    directory, changed = directory_update(directory=directory, data={"scim": {"static_secret_enabled": False}})
+    directory, changed = directory_update(
+        actor=TEST_ACTOR, directory=directory, data={"scim": {"static_secret_enabled": False}}
+    )
     assert changed == ["scim_static_secret_enabled"]
     assert answer(directory, secret) == wrong_secret(directory)
     assert answer(directory, oauth_a.token())[0] == 200
     # Rotating the static secret still works while it is off (so it can come back with a fresh one) ...
-    directory = directory_scim_secret_rotate(directory=directory)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=directory)
     assert answer(directory, directory.scim_secret)[0] == 401
     # ... and turning it on makes the current one work again.
-    directory, _ = directory_update(directory=directory, data={"static_secret_enabled": True})
+    directory, _ = directory_update(actor=TEST_ACTOR, directory=directory, data={"static_secret_enabled": True})
     assert answer(directory, directory.scim_secret)[0] == 200
 
 
 def test_with_the_static_secret_off_a_previous_one_under_grace_is_refused_too(oauth_a: OAuth) -> None:
     old = oauth_a.directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=oauth_a.directory, grace_seconds=3600)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=oauth_a.directory, grace_seconds=3600)
     assert answer(directory, old)[0] == 200
-    directory, _ = directory_update(directory=directory, data={"scim": {"static_secret_enabled": False}})
+    directory, _ = directory_update(
+        actor=TEST_ACTOR, directory=directory, data={"scim": {"static_secret_enabled": False}}
+    )
     assert answer(directory, old)[0] == answer(directory, directory.scim_secret)[0] == 401
 
 
@@ -145,7 +150,9 @@ def test_the_static_secret_cannot_go_off_while_oauth_has_no_client_secret(direct
     from core.errors import Conflict
 
     with pytest.raises(Conflict, match="OAuth has no client secret"):
-        directory_update(directory=directory_a, data={"scim": {"static_secret_enabled": False}, "name": "Renamed"})
+        directory_update(
+            actor=TEST_ACTOR, directory=directory_a, data={"scim": {"static_secret_enabled": False}, "name": "Renamed"}
+        )
     row = Directory.objects.get(pk=directory_a.pk)
     assert row.scim_static_secret_enabled and row.name == "Acme Okta"  # nothing of the update was saved
     assert answer(row, row.scim_secret)[0] == 200
@@ -195,7 +202,7 @@ def test_a_wrong_client_secret_at_the_token_endpoint_is_an_auth_failure_of_the_d
 
 
 def test_the_token_endpoint_s_log_never_keeps_a_secret_or_a_token(oauth_a: OAuth) -> None:
-    directory_update(directory=oauth_a.directory, data={"log_scim_requests": True})
+    directory_update(actor=TEST_ACTOR, directory=oauth_a.directory, data={"log_scim_requests": True})
     post = f"grant_type=client_credentials&client_id={oauth_a.client_id}&client%5Fsecret={oauth_a.secret}"
     token = oauth_a.post(post)[2]["access_token"]
     oauth_a.post(f"{post}&client_secret=again")  # a second secret: refused, both masked
@@ -212,7 +219,7 @@ def test_the_token_endpoint_s_log_never_keeps_a_secret_or_a_token(oauth_a: OAuth
 
 
 def test_a_grant_for_a_deactivated_directory_counts_as_its_403(oauth_a: OAuth) -> None:
-    directory_update(directory=oauth_a.directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=oauth_a.directory, data={"deactivated": True})
     assert oauth_a.post(authorization=oauth_a.basic())[0] == 403
     state = health(oauth_a.directory)
     assert state["state"] == "deactivated" and state["auth_failures_24h"] == 0 and state["errors_24h"] == 1
@@ -250,7 +257,7 @@ def test_two_client_secret_rotations_at_once_leave_one_that_works(directory_a: D
         try:
             barrier.wait()
             copy = Directory.objects.get(pk=directory_a.pk)
-            made.append(directory_scim_oauth_secret_rotate(directory=copy)[1])
+            made.append(directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=copy)[1])
         finally:
             connections.close_all()
 

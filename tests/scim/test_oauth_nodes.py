@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import user_body
 from tests.webnodes import API_KEY, Node
 
@@ -38,7 +39,7 @@ def users(node: Node, directory_id: str, credential: str) -> requests.Response:
 
 def test_a_rotation_through_one_node_ends_the_token_on_the_other_at_once(nodes: tuple[Node, Node]) -> None:
     a, b = nodes
-    directory = directory_create(data={"name": "Two nodes", "tenant": "acme", "product": "crm"})
+    directory = directory_create(actor=TEST_ACTOR, data={"name": "Two nodes", "tenant": "acme", "product": "crm"})
     directory_id = str(directory.id)
     made = requests.post(f"{a.url}/api/v1/directory-sync/{directory_id}/scim-oauth-secret", headers=REST, timeout=10)
     assert made.status_code == 200, made.text

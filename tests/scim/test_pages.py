@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from directories import pages
 from directories.models import Directory, DirectoryUser, UserTally
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import Scim, user_body
 
 pytestmark = [pytest.mark.postgres]
@@ -203,7 +204,8 @@ def test_rest_pages_of_one_directory_match_offset_paging_as_it_changes(api_clien
 @pytest.mark.django_db
 def test_rest_pages_across_two_directories_of_a_tenant_keep_one_order(api_client: Client, scim_a: Scim) -> None:
     other = directory_create(
-        data={"name": "Second", "tenant": scim_a.directory.tenant, "product": scim_a.directory.product}
+        actor=TEST_ACTOR,
+        data={"name": "Second", "tenant": scim_a.directory.tenant, "product": scim_a.directory.product},
     )
     _bulk_users(scim_a.directory, 4, "a")
     _bulk_users(other, 4, "b")

@@ -16,6 +16,7 @@ from directories.activity import recorder
 from directories.models import Directory, DirectoryUser, ScimLogEntry
 from directories.services import directory_update
 from scim.api import scim_request
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import PATCH_URN, SCIM_CT, Scim, user_body, wsgi_run
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +58,7 @@ def test_successes_are_kept_only_while_log_scim_requests_is_on(scim_a: Scim) -> 
     assert scim_a.post("/Users", user_body("ann@x.io"))[0] == 201
     assert scim_a.get("/Users")[0] == 200
     assert entries(scim_a.directory) == []
-    directory_update(directory=scim_a.directory, data={"log_scim_requests": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"log_scim_requests": True})
     status, created = scim_a.post("/Users", user_body("bob@x.io"))
     assert status == 201
     [entry] = entries(scim_a.directory)
@@ -84,7 +85,7 @@ def test_a_401_naming_an_existing_directory_is_kept_and_answers_the_same_bytes(
 
 def test_no_header_and_no_secret_is_ever_stored(scim_a: Scim) -> None:
     secret = scim_a.directory.scim_secret
-    directory_update(directory=scim_a.directory, data={"log_scim_requests": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"log_scim_requests": True})
     scim_a.client.defaults["HTTP_X_CUSTOM"] = "custom-header-value"
     scim_a.post("/Users", user_body("ann@x.io"))
     Client(HTTP_AUTHORIZATION=f"Bearer {secret}x").get(f"{scim_a.base}/Users")
@@ -119,7 +120,7 @@ def test_no_header_and_no_secret_is_ever_stored(scim_a: Scim) -> None:
     ],
 )
 def test_password_values_are_masked_wherever_they_are(scim_a: Scim, method: str, path: str, body: Any) -> None:
-    directory_update(directory=scim_a.directory, data={"log_scim_requests": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"log_scim_requests": True})
     _, user = scim_a.post("/Users", user_body("ann@x.io"))
     scim_a.call(method, path.format(user=user["id"]), body)
     logged = entries(scim_a.directory)[-1]
@@ -153,7 +154,7 @@ def test_a_password_in_the_query_is_masked(scim_a: Scim) -> None:
 
 
 def test_bodies_are_capped_and_say_so(scim_a: Scim) -> None:
-    directory_update(directory=scim_a.directory, data={"log_scim_requests": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"log_scim_requests": True})
     big = user_body("big@x.io", title="é" * 20_000)  # two bytes each: the cut falls inside one
     assert scim_a.post("/Users", big)[0] == 201
     for i in range(40):
@@ -208,7 +209,7 @@ def test_a_failing_log_insert_is_logged_and_the_request_answers_as_usual(
 ) -> None:
     from scim.http.activity import Exchange
 
-    directory_update(directory=scim_a.directory, data={"log_scim_requests": True})
+    directory_update(actor=TEST_ACTOR, directory=scim_a.directory, data={"log_scim_requests": True})
     # A real database error: the row breaks the column's CHECK (latency_ms >= 0), so the database refuses it.
     entry = Exchange.log_entry
     monkeypatch.setattr(Exchange, "log_entry", lambda self: {**entry(self), "latency_ms": -1})

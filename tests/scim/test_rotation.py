@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from directories.models import Directory
 from directories.services import directory_previous_scim_secret_revoke, directory_scim_secret_rotate
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import Scim
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def status(directory: Directory, secret: str) -> int:
 
 def test_with_grace_both_secrets_work_until_it_ends_then_only_the_new_one(scim_a: Scim) -> None:
     old = scim_a.directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=3600)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=3600)
     new = directory.scim_secret
     assert new != old and status(directory, new) == status(directory, old) == 200
     # An hour later (the expiry moved into the past, as time would): the old one is refused at once.
@@ -35,9 +36,9 @@ def test_with_grace_both_secrets_work_until_it_ends_then_only_the_new_one(scim_a
 
 def test_without_grace_the_old_secret_and_any_kept_one_stop_at_once(scim_a: Scim) -> None:
     first = scim_a.directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=600)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=600)
     second = directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=directory)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=directory)
     assert status(directory, first) == status(directory, second) == 401
     assert status(directory, directory.scim_secret) == 200
     row = Directory.objects.get(pk=directory.pk)
@@ -46,24 +47,26 @@ def test_without_grace_the_old_secret_and_any_kept_one_stop_at_once(scim_a: Scim
 
 def test_a_second_rotation_with_grace_keeps_only_the_secret_it_replaced(scim_a: Scim) -> None:
     first = scim_a.directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=600)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=600)
     second = directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=directory, grace_seconds=600)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=directory, grace_seconds=600)
     assert status(directory, first) == 401
     assert status(directory, second) == status(directory, directory.scim_secret) == 200
 
 
 def test_revoking_the_previous_secret_stops_it_at_once(scim_a: Scim) -> None:
     old = scim_a.directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=604800)
-    directory, revoked = directory_previous_scim_secret_revoke(directory=directory)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=604800)
+    directory, revoked = directory_previous_scim_secret_revoke(actor=TEST_ACTOR, directory=directory)
     assert revoked and status(directory, old) == 401 and status(directory, directory.scim_secret) == 200
-    assert directory_previous_scim_secret_revoke(directory=directory)[1] is False  # nothing left to stop
+    assert (
+        directory_previous_scim_secret_revoke(actor=TEST_ACTOR, directory=directory)[1] is False
+    )  # nothing left to stop
 
 
 def test_a_refused_previous_secret_gets_the_same_401_as_any_other(scim_a: Scim) -> None:
     old = scim_a.directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=60)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=60)
     Directory.objects.filter(pk=directory.pk).update(previous_scim_secret_expires_at=timezone.now())
     expired = Client(HTTP_AUTHORIZATION=f"Bearer {old}").get(f"/api/scim/v2.0/{directory.id}/Users")
     wrong = Client(HTTP_AUTHORIZATION="Bearer wrong").get(f"/api/scim/v2.0/{directory.id}/Users")
@@ -87,7 +90,7 @@ def test_both_secrets_are_compared_on_every_request_whichever_matches(
     monkeypatch.setattr(authentication.hmac, "compare_digest", counting)
     old = scim_a.directory.scim_secret
     assert status(scim_a.directory, old) == 200  # no previous secret yet
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=60)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=60)
     for secret in (old, directory.scim_secret, "wrong"):
         status(directory, secret)
     assert len(compared) == 8 and len(set(compared)) == 1
@@ -96,7 +99,7 @@ def test_both_secrets_are_compared_on_every_request_whichever_matches(
 def test_the_previous_secret_is_encrypted_at_rest(scim_a: Scim, settings: Any) -> None:
     settings.DB_ENCRYPTION_KEY = "a-test-key-with-enough-entropy-0123456789"
     old = scim_a.directory.scim_secret
-    directory = directory_scim_secret_rotate(directory=scim_a.directory, grace_seconds=60)
+    directory = directory_scim_secret_rotate(actor=TEST_ACTOR, directory=scim_a.directory, grace_seconds=60)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT previous_scim_secret, scim_secret FROM directories_directory WHERE id = %s",
@@ -120,7 +123,7 @@ def test_two_rotations_at_once_never_lose_the_secret_one_of_them_showed(director
         try:
             barrier.wait()
             copy = Directory.objects.get(pk=directory_a.pk)
-            made.append(directory_scim_secret_rotate(directory=copy, grace_seconds=600).scim_secret)
+            made.append(directory_scim_secret_rotate(actor=TEST_ACTOR, directory=copy, grace_seconds=600).scim_secret)
         finally:
             connections.close_all()
 

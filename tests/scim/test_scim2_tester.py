@@ -20,6 +20,7 @@ from scim2_models import ListResponse, ScimProvider, SearchRequest, ServiceProvi
 from scim2_tester import Status, check_server
 
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 
 FAILING = {Status.ERROR, Status.CRITICAL}
 
@@ -46,7 +47,7 @@ class RequestsSCIMClient(BaseSyncSCIMClient):
 
 @pytest.fixture
 def live_directory(transactional_db):  # noqa: ANN001, ANN201
-    return directory_create(data={"tenant": "tester", "product": "crm", "type": "generic-scim-v2"})
+    return directory_create(actor=TEST_ACTOR, data={"tenant": "tester", "product": "crm", "type": "generic-scim-v2"})
 
 
 def test_scim2_tester_finds_no_failures(live_server, live_directory) -> None:  # noqa: ANN001

@@ -17,6 +17,7 @@ from adminauth.models import LoginFailure
 from directories.models import Directory
 from directories.services import directory_create, directory_update
 from scim.tokens import EXPIRES_IN
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import FORM_CT, OAuth, Scim, basic_header, oauth_on
 
 pytestmark = pytest.mark.django_db
@@ -119,7 +120,7 @@ def test_a_wrong_client_is_one_401_invalid_client_with_a_basic_challenge(
 ) -> None:
     """Wrong secret, another directory's client, an unknown directory, a directory id that is not one, a
     directory without OAuth: the same bytes, so the answer tells nothing about what exists."""
-    off = directory_create(data={"tenant": "initech", "product": "crm"})
+    off = directory_create(actor=TEST_ACTOR, data={"tenant": "initech", "product": "crm"})
     answers = [
         oauth_a.post(authorization=oauth_a.basic(secret="w" * 43)),
         oauth_a.post(posted(oauth_a, secret="w" * 43)),
@@ -272,7 +273,7 @@ def test_paths_beside_the_token_endpoint_are_scim_paths(oauth_a: OAuth) -> None:
 
 
 def test_a_deactivated_directory_gets_no_token(oauth_a: OAuth) -> None:
-    directory_update(directory=oauth_a.directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=oauth_a.directory, data={"deactivated": True})
     body = assert_error(oauth_a.post(authorization=oauth_a.basic()), 403, "unauthorized_client")
     assert "deactivated" in body["error_description"]
     # A wrong secret is still the 401 of any wrong secret: nothing is said to a stranger.
@@ -356,5 +357,5 @@ def test_no_input_makes_the_endpoint_fail(oauth_a: OAuth, body: bytes, header: s
 def test_a_directory_created_after_oauth_of_another_is_off_until_its_own_secret(directory_a: Directory) -> None:
     oauth = oauth_on(directory_a)
     assert oauth.post(authorization=oauth.basic())[0] == 200
-    other = directory_create(data={"tenant": "x", "product": "y"})
+    other = directory_create(actor=TEST_ACTOR, data={"tenant": "x", "product": "y"})
     assert OAuth(other, oauth.secret).post(authorization=basic_header(str(other.id), oauth.secret))[2] == WRONG

@@ -11,6 +11,7 @@ from directories.models import Directory
 from directories.services import directory_scim_oauth_secret_rotate
 from scim import tokens
 from scim.tokens import EXPIRES_IN, PREFIX, TOKEN_LENGTH, access_token_check, access_token_issue, access_token_valid
+from tests.actors import TEST_ACTOR
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ NOW = 1_900_000_000
 
 @pytest.fixture
 def directory(directory_a: Directory) -> Directory:
-    directory, _secret, _first = directory_scim_oauth_secret_rotate(directory=directory_a)
+    directory, _secret, _first = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory_a)
     return directory
 
 
@@ -46,7 +47,7 @@ def test_the_clock_is_the_module_s_and_moves_for_both(directory: Directory, monk
 
 
 def test_a_token_is_its_directory_s_only(directory: Directory, directory_b: Directory) -> None:
-    other, _s, _f = directory_scim_oauth_secret_rotate(directory=directory_b)
+    other, _s, _f = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory_b)
     token = access_token_issue(directory=directory, now=NOW)
     assert not access_token_valid(token, directory=other, now=NOW)
     assert not access_token_valid(token, directory=None, now=NOW)
@@ -54,7 +55,7 @@ def test_a_token_is_its_directory_s_only(directory: Directory, directory_b: Dire
 
 def test_a_new_client_secret_ends_every_earlier_token(directory: Directory) -> None:
     token = access_token_issue(directory=directory, now=NOW)
-    directory, _secret, first = directory_scim_oauth_secret_rotate(directory=directory)
+    directory, _secret, first = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory)
     assert not first
     assert not access_token_valid(token, directory=directory, now=NOW)
     assert access_token_valid(access_token_issue(directory=directory, now=NOW), directory=directory, now=NOW)
@@ -70,7 +71,7 @@ def test_a_directory_without_a_client_secret_issues_none_and_accepts_none(direct
     with pytest.raises(ValueError, match="no OAuth client secret"):
         access_token_issue(directory=directory_b)
     # A token made for it while it had one fails once the secret is gone (OAuth off).
-    directory, _s, _f = directory_scim_oauth_secret_rotate(directory=directory_b)
+    directory, _s, _f = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory_b)
     token = access_token_issue(directory=directory, now=NOW)
     directory.scim_oauth_secret_hash = ""
     assert not access_token_valid(token, directory=directory, now=NOW)

@@ -10,9 +10,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from audit.actors import Actor
 from directories.models import Directory
 from setuplinks.models import SetupLink
-from setuplinks.services import Actor, SetupLinkInput, setup_link_create
+from setuplinks.services import SetupLinkInput, setup_link_create
 from tests.adminauth.conftest import admin_client, admin_session, root  # noqa: F401 - the admin API's personas
 from tests.portal.conftest import admin_user, portal_client  # noqa: F401 - the portal's
 

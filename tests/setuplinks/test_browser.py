@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from adminauth.models import AdminUser, AuditEntry
+from adminauth.models import AdminUser
+from audit.models import AuditEntry
 from directories.services import directory_create
 from setuplinks.models import SetupLink
+from tests.actors import TEST_ACTOR
 from tests.portal.conftest import browser  # noqa: F401 - the browser fixture
 from tests.portal.test_browser import SCREENSHOTS, scim
 from tests.scim.conftest import user_body
@@ -75,7 +77,9 @@ def _invite(context: Any, base: str, directory_id: str) -> str:
 
 @pytest.mark.parametrize("width", ["phone", "desktop"])
 def test_an_it_admin_connects_okta_then_entra_through_the_link(browser, live: str, width: str) -> None:  # noqa: ANN001, F811
-    directory = directory_create(data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"})
+    directory = directory_create(
+        actor=TEST_ACTOR, data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"}
+    )
     mobile = width == "phone"
     context = browser.new_context(viewport=VIEWPORTS[width], base_url=live, is_mobile=mobile, has_touch=mobile)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live)
@@ -150,7 +154,7 @@ def test_an_it_admin_connects_okta_then_entra_through_the_link(browser, live: st
 
 def test_the_page_works_without_javascript_and_refreshes_with_it(browser, live: str) -> None:  # noqa: ANN001, F811
     directory = directory_create(
-        data={"name": "JumpCloud", "tenant": "acme", "product": "hr", "type": "jumpcloud-scim-v2"}
+        actor=TEST_ACTOR, data={"name": "JumpCloud", "tenant": "acme", "product": "hr", "type": "jumpcloud-scim-v2"}
     )
     directory.attribute_map = {"department": "title"}
     directory.role_map = {"Engineering": "developer", "IT": "admin"}
@@ -211,10 +215,10 @@ def test_an_it_admin_sets_up_entra_with_oauth_through_the_link_at_a_phone_s_widt
     from tests.setuplinks.conftest import make_link
 
     directory = directory_create(
-        data={"name": "Acme Entra", "tenant": "acme", "product": "crm", "type": "azure-scim-v2"}
+        actor=TEST_ACTOR, data={"name": "Acme Entra", "tenant": "acme", "product": "crm", "type": "azure-scim-v2"}
     )
     oauth_on(directory)
-    directory_update(directory=directory, data={"scim": {"static_secret_enabled": False}})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"scim": {"static_secret_enabled": False}})
     _link, token = make_link(directory)
     context = browser.new_context(viewport=VIEWPORTS["phone"], base_url=live, is_mobile=True, has_touch=True)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live)

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory
 from setuplinks.models import SetupLink
 from tests.setuplinks.conftest import make_link

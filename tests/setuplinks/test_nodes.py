@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from directories.services import directory_create
 from setuplinks.models import SetupLink
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import user_body
 from tests.setuplinks.conftest import make_link
 from tests.webnodes import API_KEY, Node
@@ -26,7 +27,7 @@ CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 def test_revocation_and_expiry_hold_on_every_node_at_once(nodes: tuple[Node, Node]) -> None:
     a, b = nodes
-    directory = directory_create(data={"name": "Two nodes", "tenant": "acme", "product": "crm"})
+    directory = directory_create(actor=TEST_ACTOR, data={"name": "Two nodes", "tenant": "acme", "product": "crm"})
     link, token = make_link(directory)
     assert a.page(token).status_code == 200 and b.page(token).status_code == 200
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory
 from directories.services import directory_update
+from tests.actors import TEST_ACTOR
 from tests.scim.conftest import OAuth, Scim, oauth_on
 from tests.setuplinks.conftest import csrf_of, make_link
 
@@ -77,7 +78,7 @@ def test_a_client_secret_generated_through_the_link_is_shown_once_and_ends_earli
 
 def test_with_the_scim_secret_off_the_page_offers_only_oauth(directory_a: Directory) -> None:
     oauth_on(directory_a)
-    directory_update(directory=directory_a, data={"scim": {"static_secret_enabled": False}})
+    directory_update(actor=TEST_ACTOR, directory=directory_a, data={"scim": {"static_secret_enabled": False}})
     _link, token = make_link(directory_a)
     html = Client().get(f"/setup/{token}?provider=entra").content.decode()
     assert '<li id="method-static">SCIM secret (bearer token): <strong>off</strong></li>' in html

@@ -10,7 +10,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adminauth.models import AuditEntry, LoginFailure
+from adminauth.models import LoginFailure
+from audit.models import AuditEntry
 from directories.models import Directory, ScimHealth
 from setuplinks.models import SetupLink
 from tests.scim.conftest import Scim, user_body

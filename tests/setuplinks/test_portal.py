@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory
 from setuplinks.models import SetupLink
 from tests.setuplinks.conftest import expire, make_link

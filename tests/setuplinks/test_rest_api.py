@@ -9,11 +9,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from core.crypto import secret_digest
 from directories.models import Directory
 from directories.services import api_key_create
 from setuplinks.models import SetupLink
+from tests.actors import TEST_ACTOR
 from tests.setuplinks.conftest import expire, make_link
 
 pytestmark = pytest.mark.django_db
@@ -236,7 +237,7 @@ def test_rotating_the_scim_secret_over_the_api_does_not_revoke_links(
 
 
 def test_create_and_revoke_are_audited_with_the_api_key(directory_a: Directory) -> None:
-    _row, key = api_key_create(name="crm backend")
+    _row, key = api_key_create(actor=TEST_ACTOR, name="crm backend")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     created = client.post(
         f"/api/v1/directory-sync/{directory_a.id}/setup-links", {"allow_mapping": True}, "application/json"

@@ -18,6 +18,7 @@ from roster_client.webhooks import verify_signature
 
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 
 
 @dataclass
@@ -147,6 +148,7 @@ def make_hooked_directory(
     receiver: Receiver, *, path: str = "/ok", log: bool = True, tenant: str = "acme"
 ) -> Directory:
     return directory_create(
+        actor=TEST_ACTOR,
         data={
             "tenant": tenant,
             "product": "crm",
@@ -154,7 +156,7 @@ def make_hooked_directory(
             "webhook_url": receiver.url(path),
             "webhook_secret": f"whsec-{tenant}-0123456789abcdef",
             "log_webhook_events": log,
-        }
+        },
     )
 
 

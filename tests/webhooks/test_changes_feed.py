@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from directories.models import Directory
 from directories.services import directory_create, directory_delete
+from tests.actors import TEST_ACTOR
 from tests.webhooks.feedrows import ISO_MS, expired, feed_url, numbered, sequences
 from webhooks.models import EventSequence, EventState, WebhookEvent
 
@@ -32,7 +33,7 @@ def _no_drain_on_commit(monkeypatch: pytest.MonkeyPatch) -> None:
 def admin_client(db: None) -> Client:
     from adminauth.services import admin_login_record
 
-    _, _, _, jwt_token = admin_login_record(email="ops@example.com", client_ip=None)
+    _, _, _, jwt_token = admin_login_record(email="ops@example.com", actor=TEST_ACTOR)
     return Client(HTTP_AUTHORIZATION=f"Bearer {jwt_token}")
 
 
@@ -61,7 +62,7 @@ def test_an_unknown_directory_is_404(api_client: Client, directory_id: str, alia
 
 def test_a_deleted_directory_is_404_and_its_feed_goes_with_it(api_client: Client, directory_a: Directory) -> None:
     numbered(directory_a, [1, 2])
-    directory_delete(directory=directory_a)
+    directory_delete(actor=TEST_ACTOR, directory=directory_a)
     assert api_client.get(feed_url(directory_a)).status_code == 404
     assert not WebhookEvent.objects.filter(directory_id=directory_a.id, target="directory").exists()
 
@@ -235,7 +236,9 @@ def test_the_directory_list_reads_every_events_summary_in_one_query(api_client: 
             assert api_client.get(url).status_code == 200
         return len(captured)
 
-    directories = [directory_create(data={"tenant": "acme", "product": "crm", "name": f"d{i}"}) for i in range(4)]
+    directories = [
+        directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "name": f"d{i}"}) for i in range(4)
+    ]
     numbered(directories[0], [1, 2])
     one = queries()
     for i, directory in enumerate(directories[1:], start=1):

@@ -17,6 +17,7 @@ from core.comparison import comparison_key
 from directories.models import Directory, DirectoryGroup, DirectoryUser
 from directories.rendering import group_data, user_data
 from directories.services import directory_create, directory_delete, directory_update
+from tests.actors import TEST_ACTOR
 from tests.webhooks.conftest import Receiver, make_hooked_directory
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
 from webhooks.services import (
@@ -209,7 +210,7 @@ def test_deactivated_directory_events_are_dropped_with_a_reason(
     hooked_directory: Directory, receiver: Receiver
 ) -> None:
     payload = event_record(directory=hooked_directory, event_type="user.created", data={"id": "1"})
-    directory_update(directory=hooked_directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=hooked_directory, data={"deactivated": True})
     assert event_deliver(event_id=payload["id"]) == EventState.DROPPED
     assert receiver.wait_for(1, timeout=0.3) == []
     entry = WebhookDelivery.objects.get(directory=hooked_directory)
@@ -225,7 +226,7 @@ def test_dropped_event_of_a_non_logging_directory_keeps_the_reason_and_its_paylo
 ) -> None:
     directory = make_hooked_directory(receiver, log=False)
     payload = event_record(directory=directory, event_type="user.created", data={"id": "1", "email": "a@b.c"})
-    directory_update(directory=directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": True})
     assert event_deliver(event_id=payload["id"]) == EventState.DROPPED
     event = WebhookEvent.objects.get(pk=payload["id"])
     assert (event.state, event.state_reason) == (EventState.DROPPED, "directory deactivated")
@@ -250,7 +251,7 @@ def test_directory_delete_takes_its_pending_events_and_log_with_it(
     delivered = event_record(directory=hooked_directory, event_type="user.created", data={"id": "1"})
     event_deliver(event_id=delivered["id"])
     event_record(directory=hooked_directory, event_type="user.updated", data={"id": "1"})
-    directory_delete(directory=hooked_directory)
+    directory_delete(actor=TEST_ACTOR, directory=hooked_directory)
     assert not WebhookDelivery.objects.exists()
     assert not WebhookEvent.objects.exists()
 
@@ -290,11 +291,11 @@ def _deliver_pending() -> None:
 
 
 def test_dsync_events_go_to_the_global_webhook_signed_with_its_secret(global_receiver: Receiver) -> None:
-    directory = directory_create(data={"tenant": "acme", "product": "crm"})
-    directory_update(directory=directory, data={"deactivated": True})
-    directory_update(directory=directory, data={"deactivated": False})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": False})
     directory_id = str(directory.id)
-    directory_delete(directory=directory)
+    directory_delete(actor=TEST_ACTOR, directory=directory)
     _deliver_pending()
 
     got = global_receiver.wait_for(6)
@@ -315,7 +316,7 @@ def test_dsync_events_go_to_the_global_webhook_signed_with_its_secret(global_rec
 
 def test_dsync_events_are_not_recorded_without_a_global_webhook(settings) -> None:  # noqa: ANN001
     settings.WEBHOOK_URL = None
-    directory_create(data={"tenant": "acme", "product": "crm"})
+    directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
     assert not WebhookEvent.objects.exists()
 
 
@@ -369,7 +370,7 @@ def test_sweep_marks_a_stale_sending_event_as_worker_lost_and_never_resends(
 
 
 def test_worker_lost_global_event_stays_visible_as_failed(global_receiver: Receiver) -> None:
-    directory_create(data={"tenant": "acme", "product": "crm"})
+    directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
     event = WebhookEvent.objects.get()
     WebhookEvent.objects.filter(pk=event.pk).update(
         state=EventState.SENDING, claimed_at=timezone.now() - sending_stale_after() - timedelta(seconds=5)
@@ -401,9 +402,9 @@ def test_purge_deletes_log_entries_past_retention_and_keeps_recent_ones(
 
 
 def test_purge_deletes_finished_outbox_rows_but_never_pending_ones(global_receiver: Receiver) -> None:
-    directory = directory_create(data={"tenant": "acme", "product": "crm"})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
     _deliver_pending()
-    directory_update(directory=directory, data={"deactivated": True})  # a second event, left pending
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": True})  # a second event, left pending
     WebhookEvent.objects.update(created_at=timezone.now() - timedelta(days=30))
     WebhookEvent.objects.filter(state=EventState.DELIVERED).update(finished_at=timezone.now() - timedelta(days=30))
     result = deliveries_purge()
@@ -417,7 +418,7 @@ def test_purge_removes_the_log_of_a_directory_that_switched_logging_off(
 ) -> None:
     payload = event_record(directory=hooked_directory, event_type="user.created", data={"id": "1"})
     event_deliver(event_id=payload["id"])
-    directory_update(directory=hooked_directory, data={"log_webhook_events": False})
+    directory_update(actor=TEST_ACTOR, directory=hooked_directory, data={"log_webhook_events": False})
     assert deliveries_purge().deliveries == 1
     assert not WebhookDelivery.objects.exists()
 
@@ -754,9 +755,9 @@ def test_outside_a_transaction_each_record_kicks_at_once(
 
 
 def test_global_events_drained_as_a_batch_keep_their_rows_with_the_outcome(global_receiver: Receiver) -> None:
-    directory = directory_create(data={"tenant": "acme", "product": "crm"})
-    directory_update(directory=directory, data={"deactivated": True})
-    directory_update(directory=directory, data={"deactivated": False})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": False})
     result = events_batch_deliver(directory_id=directory.id, target="global")
     assert (result.claimed, result.delivered) == (5, 5)
     got = global_receiver.wait_for(6, timeout=0.5)
@@ -773,7 +774,7 @@ def test_a_batch_of_a_deactivated_directory_is_dropped_in_one_go(
 ) -> None:
     directory = make_hooked_directory(receiver, log=log)
     events_record(directory=directory, events=[("user.created", {"id": str(i)}) for i in range(3)])
-    directory_update(directory=directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": True})
     result = events_batch_deliver(directory_id=directory.id, target="directory")
     assert (result.claimed, result.dropped, result.delivered) == (3, 3, 0)
     assert receiver.wait_for(1, timeout=0.3) == []

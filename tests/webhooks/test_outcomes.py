@@ -22,6 +22,7 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from directories.models import Directory
+from tests.actors import TEST_ACTOR
 from tests.webhooks.conftest import Received, Receiver, make_hooked_directory
 from webhooks import transport
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
@@ -177,7 +178,7 @@ def test_a_global_events_outcome_survives_a_lost_connection(
 
     private_ok.WEBHOOK_URL = receiver.url("/global")
     private_ok.WEBHOOK_SECRET = "global-secret-0123456789"
-    directory = directory_create(data={"tenant": "acme", "product": "crm"})  # its dsync.created
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})  # its dsync.created
     # The first write of the outcome commits, and then its answer is lost: the second finds nothing
     # `sending` left to change, and changes nothing.
     flaky = _lose(monkeypatch, "_finish", 1, before=True)
@@ -314,7 +315,7 @@ def test_dropped_events_whose_drop_cannot_be_recorded_go_back_to_pending(
 
     directory = make_hooked_directory(receiver, log=False)
     ids = _record(directory, 2)
-    directory_update(directory=directory, data={"deactivated": True})
+    directory_update(actor=TEST_ACTOR, directory=directory, data={"deactivated": True})
     _lose(monkeypatch, "_record_drops", 1000)
     monkeypatch.setattr(delivery, "RECORD_RETRY", 0.05)
     with pytest.raises(OperationalError):

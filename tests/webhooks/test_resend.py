@@ -14,6 +14,7 @@ from core.errors import Conflict, NotFound, ValidationFailed
 from core.text import INT_MAX
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.webhooks.feedrows import feed_events
 from webhooks.models import EventState, WebhookEvent
 from webhooks.selectors import outbox_backlog
@@ -33,7 +34,9 @@ def kicks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 
 
 def _hooked(tenant: str = "acme", **data: Any) -> Directory:
-    return directory_create(data={"tenant": tenant, "product": "crm", "webhook_url": "http://127.0.0.1:9/hook", **data})
+    return directory_create(
+        actor=TEST_ACTOR, data={"tenant": tenant, "product": "crm", "webhook_url": "http://127.0.0.1:9/hook", **data}
+    )
 
 
 @pytest.fixture
@@ -49,7 +52,7 @@ def _states(directory: Directory) -> dict[int, tuple[str, bool]]:
 
 
 def _resend(directory: Directory, **asked: Any) -> int:
-    return changes_resend(directory=directory, actor="tests", **asked)
+    return changes_resend(directory=directory, actor=TEST_ACTOR, **asked)
 
 
 OTHER = str(uuid.uuid4())
@@ -111,7 +114,7 @@ def test_a_deactivated_directory_or_one_without_webhook_is_a_409_and_nothing_is_
     deactivated = _hooked("acme")
     feed_events(deactivated, [F])
     Directory.objects.filter(pk=deactivated.pk).update(deactivated=True)
-    bare = directory_create(data={"tenant": "globex", "product": "crm"})
+    bare = directory_create(actor=TEST_ACTOR, data={"tenant": "globex", "product": "crm"})
     feed_events(bare, [EventState.DROPPED])
     with pytest.raises(Conflict, match="deactivated"):
         _resend(deactivated, first=1, last=1)

@@ -17,6 +17,7 @@ from django.test import Client
 from django.utils import timezone
 
 from directories.models import Directory
+from tests.actors import TEST_ACTOR
 from tests.webhooks.conftest import (
     Receiver,
     closed_port,
@@ -68,7 +69,7 @@ def test_resent_events_get_exactly_one_more_attempt_with_the_same_id_sequence_an
     first = receiver.wait_for(3)
     assert [r.json["sequence"] for r in first] == [1, 2, 3]
 
-    assert changes_resend(directory=directory, first=2, last=3, actor="tests") == 2
+    assert changes_resend(directory=directory, first=2, last=3, actor=TEST_ACTOR) == 2
     assert draining.drain(timeout=15)
     got = receiver.wait_for(5)
     assert len(got) == 5
@@ -95,7 +96,7 @@ def test_resent_events_get_exactly_one_more_attempt_with_the_same_id_sequence_an
     assert len(receiver.wait_for(6, timeout=0.5)) == 5
 
     # A second request asks again, and gets one more attempt again.
-    assert changes_resend(directory=directory, event_ids=[first[1].json["id"]], actor="tests") == 1
+    assert changes_resend(directory=directory, event_ids=[first[1].json["id"]], actor=TEST_ACTOR) == 1
     assert draining.drain(timeout=15)
     got = receiver.wait_for(6)
     assert len(got) == 6 and got[5].body == first[1].body
@@ -109,7 +110,7 @@ def test_a_resent_event_whose_attempt_fails_again_is_failed_again_and_not_retrie
     directory = make_hooked_directory(receiver, path="/fail")
     _users(directory, 1)
     assert len(receiver.wait_for(1)) == 1
-    assert changes_resend(directory=directory, first=1, last=1, actor="tests") == 1
+    assert changes_resend(directory=directory, first=1, last=1, actor=TEST_ACTOR) == 1
     assert draining.drain(timeout=15)
     assert len(receiver.wait_for(2)) == 2
     event = WebhookEvent.objects.get(directory_id=directory.id, target="directory")

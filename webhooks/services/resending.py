@@ -3,8 +3,8 @@ the directory's current webhook endpoint, with the same id, sequence and body (t
 fresh timestamp and logs the attempt as a resend).
 
 Nothing here resends by itself: every resend is asked for by someone (the REST API, the admin API, the
-portal, `manage.py webhooks_resend`), and the caller records who in the audit trail, in the same
-transaction as the queueing (adminauth.resends: this package sits below the audit trail).
+portal, `manage.py webhooks_resend`), whose Actor the caller hands in, and the resend is audited in the same
+transaction as the queueing. A refused resend (400, 409) queues nothing and leaves no entry.
 
 Queueing is one UPDATE that puts the chosen events whose attempt is over (delivered, failed, dropped)
 back to `pending` with `resend` set; events still `pending` or `sending` are left alone, since they are
@@ -29,6 +29,8 @@ from django.db import transaction
 from django.utils import timezone
 
 import webhooks.services.draining as draining
+from audit.actors import Actor
+from audit.services import audit_record
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.text import INT_MAX
 from directories.models import Directory
@@ -138,15 +140,16 @@ def changes_resend(
     first: int | None = None,
     last: int | None = None,
     event_ids: list[str] | list[uuid.UUID] | None = None,
-    actor: str,
+    actor: Actor,
 ) -> int:
     """Ask for one more attempt of the directory's events numbered `first`..`last` (inclusive) or of
     `event_ids`; returns how many were queued. Numbers of a range that were purged or not given yet are
     skipped (what exists is queued); an id that is not one of this directory's events is a 400 and
     nothing is queued. A deactivated directory or one without a webhook is a 409.
 
-    Runs in its own transaction (a savepoint inside the caller's): the caller's audit entry commits with
-    the queueing or not at all. One drain is asked for after commit."""
+    Runs in its own transaction (a savepoint inside the caller's), with its audit entry
+    (`directory.events_resent`: what was asked and how many were queued). One drain is asked for after
+    commit."""
     span, ids = _selection(first, last, event_ids)
     with transaction.atomic():
         current = Directory.objects.filter(pk=directory.pk).first()
@@ -183,6 +186,15 @@ def changes_resend(
             # One kick for the whole request (draining.kick never raises: with the broker down the
             # events wait for the sweep, and the request still succeeds).
             transaction.on_commit(functools.partial(draining.kick, current.id, "directory"))
+        asked: dict[str, Any] = {"event_ids": [str(i) for i in ids]} if ids is not None else {"from": first, "to": last}
+        audit_record(
+            actor=actor,
+            action="directory.events_resent",
+            target_type="directory",
+            target_id=current.id,
+            directory_id=current.id,
+            details={"name": current.name, **asked, "queued": queued},
+        )
     what = f"sequence {span[0]} to {span[1]}" if span else f"{len(ids or ())} event id(s)"
-    logger.info("resend of %s of directory %s asked by %s: %d event(s) queued", what, current.id, actor, queued)
+    logger.info("resend of %s of directory %s asked by %s: %d event(s) queued", what, current.id, actor.name, queued)
     return queued

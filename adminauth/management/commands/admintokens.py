@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adminauth.selectors import admin_token_get, admin_token_list, admin_user_get_by_email
 from adminauth.services import admin_token_disable, admin_tokens_disable_all
+from audit.actors import command_actor
 
 
 class Command(BaseCommand):
@@ -53,7 +54,7 @@ class Command(BaseCommand):
 
     def _disable_all(self, email: str) -> None:
         user = self._admin(email)
-        count = admin_tokens_disable_all(actor=None, client_ip=None, user=user)
+        count = admin_tokens_disable_all(user=user, actor=command_actor())
         self.stdout.write(f"Disabled {count} token(s) of {user.email}.")
 
     def _disable_one(self, token_id: str) -> None:
@@ -63,5 +64,5 @@ class Command(BaseCommand):
         if token.disabled:
             self.stdout.write(f"Token {token.id} was already disabled.")
             return
-        admin_token_disable(actor=None, client_ip=None, token=token)
+        admin_token_disable(token=token, actor=command_actor())
         self.stdout.write(f"Disabled token {token.id} of {token.user.email}.")

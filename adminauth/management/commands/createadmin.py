@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adminauth.services import admin_user_create
+from audit.actors import command_actor
 from core.errors import ValidationFailed
 
 
@@ -30,7 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         password = self._password_from_stdin() if options["password_stdin"] else self._password_prompt()
         try:
-            user, created = admin_user_create(email=options["email"], password=password)
+            user, created = admin_user_create(email=options["email"], password=password, actor=command_actor())
         except ValidationFailed as exc:
             raise CommandError(exc.message) from None
         verb = "Created admin" if created else "Set a new password for admin"

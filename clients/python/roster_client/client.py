@@ -149,6 +149,24 @@ class Directories(Namespace):
         params = {"failed": failed, "status": status}
         return paged(self._t, f"{BASE}/{segment(directory_id)}/scim-requests", ScimRequest, params, page_limit)
 
+    def users(
+        self,
+        directory_id: str,
+        *,
+        active: Optional[bool] = None,
+        email: Optional[str] = None,
+        group: Optional[str] = None,
+        updated_after: Union[str, datetime, None] = None,
+        page_limit: int = 100,
+    ) -> Paged[User]:
+        """The directory's users, oldest first, every page, fetched lazily; the filters of `users.list`."""
+        params = {"active": active, "email": email, "group": group, "updatedAfter": updated_after}
+        return paged(self._t, f"{BASE}/{segment(directory_id)}/users", User, params, page_limit)
+
+    def groups(self, directory_id: str, *, name: Optional[str] = None, page_limit: int = 100) -> Paged[Group]:
+        """The directory's groups, oldest first, without members."""
+        return paged(self._t, f"{BASE}/{segment(directory_id)}/groups", Group, {"name": name}, page_limit)
+
 
 class Users(Namespace):
     def list(

@@ -68,8 +68,8 @@ export interface PageOptions {
   pageLimit?: number;
 }
 
-export interface UserFilters extends TenantProduct, PageOptions {
-  directoryId?: string;
+/** The filters of a user list, of a tenant and product or of one directory. */
+export interface DirectoryUserFilters extends PageOptions {
   active?: boolean;
   email?: string;
   group?: string;
@@ -77,9 +77,17 @@ export interface UserFilters extends TenantProduct, PageOptions {
   updatedAfter?: string | Date;
 }
 
-export interface GroupFilters extends TenantProduct, PageOptions {
+export interface UserFilters extends TenantProduct, DirectoryUserFilters {
   directoryId?: string;
+}
+
+/** The filter of a group list, of a tenant and product or of one directory. */
+export interface DirectoryGroupFilters extends PageOptions {
   name?: string;
+}
+
+export interface GroupFilters extends TenantProduct, DirectoryGroupFilters {
+  directoryId?: string;
 }
 
 export interface LogFilters extends PageOptions {
@@ -152,6 +160,17 @@ export class Directories {
   /** The SCIM request log, newest first. */
   scimRequests(directoryId: string, { failed, status, pageLimit }: LogFilters & { status?: number } = {}): Paged<ScimRequest> {
     return new Paged(this.transport, `${BASE}/${segment(directoryId)}/scim-requests`, { failed, status }, pageLimit);
+  }
+
+  /** The directory's users, oldest first, every page, fetched as read; the filters of `users.list`. */
+  users(directoryId: string, { active, email, group, updatedAfter, pageLimit }: DirectoryUserFilters = {}): Paged<User> {
+    const query: Record<string, QueryValue> = { active, email, group, updatedAfter };
+    return new Paged(this.transport, `${BASE}/${segment(directoryId)}/users`, query, pageLimit);
+  }
+
+  /** The directory's groups, oldest first, without members. */
+  groups(directoryId: string, { name, pageLimit }: DirectoryGroupFilters = {}): Paged<Group> {
+    return new Paged(this.transport, `${BASE}/${segment(directoryId)}/groups`, { name }, pageLimit);
   }
 }
 

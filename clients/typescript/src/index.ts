@@ -10,7 +10,9 @@ export { Roster } from "./client.js";
 export type {
   DeprovisionGuardUpdate,
   DirectoryCreate,
+  DirectoryGroupFilters,
   DirectoryUpdate,
+  DirectoryUserFilters,
   GroupFilters,
   LogFilters,
   PageOptions,

@@ -145,6 +145,34 @@ test("users and groups: filters, get, a user's groups, a group's members", async
   assert.deepEqual(detail.members, [{ group_id: group.id, user_id: ann.id }]);
 });
 
+test("a directory's own users and groups, with the filters", async () => {
+  const roster = new Roster(live());
+  const t = tenant("own");
+  const directory = await roster.directories.create({ tenant: t, product: PRODUCT });
+  const other = await roster.directories.create({ tenant: t, product: PRODUCT });
+  const ann = await scimUser(directory, "ann", { emails: [{ value: "Ann@Acme.test" }] });
+  const bob = await scimUser(directory, "bob", { active: false });
+  await scimUser(other, "carl");
+  const group = await scim(directory, "POST", "/Groups", {
+    schemas: ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+    displayName: "Eng",
+    members: [{ value: ann.id }],
+  });
+  const ids = async (paged) => (await paged.toArray()).map((item) => item.id);
+  assert.deepEqual(await ids(roster.directories.users(directory.id)), [ann.id, bob.id]);
+  assert.deepEqual(await ids(roster.directories.users(directory.id, { pageLimit: 1 })), [ann.id, bob.id]);
+  assert.deepEqual(await ids(roster.directories.users(directory.id, { active: false })), [bob.id]);
+  assert.deepEqual(await ids(roster.directories.users(directory.id, { email: "ann@acme.TEST" })), [ann.id]);
+  assert.deepEqual(await ids(roster.directories.users(directory.id, { group: group.id })), [ann.id]);
+  const newest = (await roster.directories.users(directory.id).toArray()).map((u) => u.updated_at).sort().at(-1);
+  assert.deepEqual(await roster.directories.users(directory.id, { updatedAfter: newest }).toArray(), []);
+  assert.deepEqual((await roster.directories.users(other.id).toArray()).map((u) => u.raw.userName), ["carl"]);
+  assert.deepEqual(await ids(roster.directories.groups(directory.id)), [group.id]);
+  assert.deepEqual(await roster.directories.groups(directory.id, { name: "nope" }).toArray(), []);
+  assert.deepEqual(await roster.directories.groups(other.id).toArray(), []);
+  await assert.rejects(roster.directories.users("00000000-0000-4000-8000-000000000000").toArray(), NotFoundError);
+});
+
 test("errors carry the status, the message and the request id", async () => {
   const roster = new Roster(live());
   await assert.rejects(roster.directories.create({ tenant: "ac:me", product: PRODUCT }), (error) => {

@@ -1,6 +1,7 @@
 """`manage.py apikey create --name NAME | list | revoke <prefix-or-id>`: REST API keys kept in the database.
 
-The key is printed once by `create` and never again: only its SHA-256 digest is stored.
+The key is printed once by `create` and never again: only its SHA-256 digest is stored. Creating and
+revoking are audited with the OS user who ran the command.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit.actors import command_actor
 from core.errors import ValidationFailed
 from directories.selectors import api_key_find, api_key_list
 from directories.services import api_key_create, api_key_revoke
@@ -40,7 +42,7 @@ class Command(BaseCommand):
 
     def _create(self, name: str) -> None:
         try:
-            row, key = api_key_create(name=name)
+            row, key = api_key_create(name=name, actor=command_actor())
         except ValidationFailed as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(key)
@@ -71,7 +73,7 @@ class Command(BaseCommand):
             raise CommandError(f"{ref!r} matches several keys (ids {ids}); revoke by id.")
         row = matches[0]
         already = row.revoked_at is not None
-        api_key_revoke(api_key=row)
+        api_key_revoke(api_key=row, actor=command_actor())
         if already:
             self.stdout.write(f"API key {row.id} '{row.name}' ({row.prefix}) was already revoked.")
         else:

@@ -1,5 +1,6 @@
 """`manage.py directories list [--tenant T] [--product P] | show <id> | export <id> [--output FILE]`, and
-the subcommands other apps add (`setup-link`, `setup-links`, `setup-link-revoke`: setuplinks.commands).
+the subcommands handed in at start-up (`held`: directories.guard.commands; `setup-link`, `setup-links`,
+`setup-link-revoke`: setuplinks.commands).
 
 For operators on the host (contract §7.1). Never prints a secret: the SCIM and webhook secrets are read
 in the portal or over the API. `export` writes JSON lines, `{"type": "user"|"group", "data": <the REST
@@ -40,8 +41,8 @@ _COLUMNS = ("ID", "NAME", "TENANT", "PRODUCT", "TYPE", "USERS", "GROUPS", "STATE
 
 @dataclass(frozen=True)
 class Subcommand:
-    """A subcommand whose code sits above this package (the layers in pyproject.toml), handed in by its
-    app at start-up (`subcommand_add` from the app's ready()). `handle` gets the command (for its
+    """A subcommand whose code sits above this module (in the layers of pyproject.toml, or in its own imports),
+    handed in by its app at start-up (`subcommand_add` from the app's ready()). `handle` gets the command (for its
     stdout and `directory()`) and the parsed options."""
 
     help: str

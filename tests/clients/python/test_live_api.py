@@ -12,6 +12,7 @@ from roster_client import (
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    Group,
     GroupDetail,
     NotFoundError,
     Paged,
@@ -189,6 +190,39 @@ def test_users_filters_get_and_groups(roster: Roster, live_roster: LiveRoster) -
     detail = roster.groups.get(group["id"], tenant=TENANT, product=PRODUCT)
     assert isinstance(detail, GroupDetail) and detail.name == "Eng"
     assert [(m.group_id, m.user_id) for m in detail.members] == [(group["id"], ann["id"])]
+
+
+def test_a_directory_s_own_users_and_groups_with_the_filters(roster: Roster, live_roster: LiveRoster) -> None:
+    directory = roster.directories.create(tenant=TENANT, product=PRODUCT)
+    other = roster.directories.create(tenant=TENANT, product=PRODUCT)
+    ann = live_roster.scim_user(directory.id, directory.scim.secret, "ann", emails=[{"value": "Ann@Acme.test"}])
+    bob = live_roster.scim_user(directory.id, directory.scim.secret, "bob", active=False)
+    live_roster.scim_user(other.id, other.scim.secret, "carl")
+    group = live_roster.scim(
+        "POST",
+        directory.id,
+        directory.scim.secret,
+        "/Groups",
+        {
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+            "displayName": "Eng",
+            "members": [{"value": ann["id"]}],
+        },
+    )
+    assert [u.id for u in roster.directories.users(directory.id)] == [ann["id"], bob["id"]]
+    assert [u.id for u in roster.directories.users(directory.id, page_limit=1)] == [ann["id"], bob["id"]]
+    assert [u.id for u in roster.directories.users(directory.id, active=False)] == [bob["id"]]
+    assert [u.id for u in roster.directories.users(directory.id, email="ann@acme.TEST")] == [ann["id"]]
+    assert [u.id for u in roster.directories.users(directory.id, group=group["id"])] == [ann["id"]]
+    newest = max(u.updated_at for u in roster.directories.users(directory.id))
+    assert list(roster.directories.users(directory.id, updated_after=newest)) == []
+    assert [u.raw["userName"] for u in roster.directories.users(other.id)] == ["carl"]
+    groups = list(roster.directories.groups(directory.id))
+    assert [g.id for g in groups] == [group["id"]] and isinstance(groups[0], Group)
+    assert list(roster.directories.groups(directory.id, name="nope")) == []
+    assert list(roster.directories.groups(other.id)) == []
+    with pytest.raises(NotFoundError):
+        list(roster.directories.users("00000000-0000-4000-8000-000000000000"))
 
 
 def test_errors_carry_status_message_and_request_id(roster: Roster, live_roster: LiveRoster) -> None:

@@ -116,6 +116,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/directory-sync/{directory_id}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the groups of a directory (without members)
+         * @description Oldest first, with the same name filter as the tenant's group list. An unknown directory is a 404.
+         */
+        get: operations["directory_groups_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/directory-sync/{directory_id}/held-changes": {
         parameters: {
             query?: never;
@@ -295,6 +315,26 @@ export interface paths {
          * @description From the next request on, on every node, the link's page answers 404. Revoking a revoked or expired link is not an error.
          */
         delete: operations["directory_setup_link_revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the users of a directory
+         * @description Oldest first, with the same filters as the tenant's user list. An unknown directory is a 404.
+         */
+        get: operations["directory_users_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2411,6 +2451,160 @@ export interface operations {
             };
         };
     };
+    directory_groups_list: {
+        parameters: {
+            query?: {
+                /** @description Only the group of this displayName (exact, case-insensitive). */
+                name?: string;
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     directory_held_changes_list: {
         parameters: {
             query?: {
@@ -3897,6 +4091,166 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_users_list: {
+        parameters: {
+            query?: {
+                /** @description Only active (true) or inactive (false) users. */
+                active?: boolean;
+                /** @description Only users with this email (exact, case-insensitive). */
+                email?: string;
+                /** @description Only members of this group ([] if it matches none). */
+                group?: string;
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+                /** @description Only users updated strictly after this RFC 3339 date-time (with Z or an offset). */
+                updatedAfter?: string;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserListEnvelope"];
+                };
             };
             /** @description Invalid input; the message names the parameter or field */
             400: {

@@ -1,26 +1,25 @@
-"""Writes on directories and API keys. Every surface (REST, admin API, portal, manage.py) calls these."""
+"""Creating, changing and deleting a directory (contract §3), each with its event in the same transaction."""
 
 from __future__ import annotations
 
 import re
-import secrets
-from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
+from audit.actors import Actor
 from core import ratelimit
 from core.apiinput import fields_known
-from core.crypto import secret_digest
-from core.errors import Conflict, NotFound, ValidationFailed
+from core.errors import Conflict, ValidationFailed
 from core.outbound import validate_webhook_url
-from directories.activity.services import scim_health_settle, scim_previous_secret_forgotten, scim_secret_rotated
+from directories.activity.services import scim_health_settle
 from directories.guard.rules import guard_setting_merge
 from directories.mapping import attribute_map_problem, role_map_problem
-from directories.models import ApiKey, Directory, DirectoryType, api_key_hash
+from directories.models import Directory, DirectoryType
 from directories.outbox import outbox as _events
 from directories.rendering import directory_public_data as _public
+from directories.services.auditing import directory_audit, update_action, update_details
+from directories.services.secrets import secret_generate
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
@@ -48,13 +47,6 @@ SCIM_UPDATABLE_FIELDS = ("static_secret_enabled",)
 # A directory's own SCIM rate limit, in requests per minute (contract §4.5); 0 is no limit.
 SCIM_RATE_LIMIT_MIN = 1500
 SCIM_RATE_LIMIT_MAX = 600_000
-# A rotation may keep the previous SCIM secret working this long (contract §4.1: 7 days).
-GRACE_SECONDS_MAX = 7 * 24 * 3600
-
-
-def secret_generate() -> str:
-    """A url-safe secret with 32 random bytes (256 bits) behind it."""
-    return secrets.token_urlsafe(32)
 
 
 def _string(data: dict[str, Any], field: str, *, max_length: int = 200) -> str | None:
@@ -102,10 +94,10 @@ def _webhook_fields(data: dict[str, Any], *, current_url: str) -> tuple[str | No
     return url, secret
 
 
-def directory_create(*, data: dict[str, Any]) -> Directory:
+def directory_create(*, data: dict[str, Any], actor: Actor) -> Directory:
     """Create a directory from request data (name, tenant, product, type, webhook_url, webhook_secret,
     log_webhook_events, log_scim_requests, scim_rate_limit), raising ValidationFailed with a message naming
-    the bad field."""
+    the bad field. Audited as `directory.created`."""
     if not isinstance(data, dict):
         raise ValidationFailed("The body must be a JSON object.")
     tenant = _tenant_or_product(data, "tenant")
@@ -133,11 +125,18 @@ def directory_create(*, data: dict[str, Any]) -> Directory:
             webhook_secret=(webhook_secret or secret_generate()) if webhook_url else "",
         )
         _events().event_record(directory=directory, event_type="dsync.created", data=_public(directory))
+        directory_audit(
+            actor=actor,
+            action="directory.created",
+            directory=directory,
+            details={"type": directory.type, "webhook": bool(directory.webhook_url)},
+        )
     return directory
 
 
-def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Directory, list[str]]:
-    """Apply a partial update; returns the directory and the names of fields that really changed."""
+def directory_update(*, directory: Directory, data: dict[str, Any], actor: Actor) -> tuple[Directory, list[str]]:
+    """Apply a partial update; returns the directory and the names of fields that really changed. One audit
+    entry names them (directories.services.auditing), none when nothing changed."""
     if not isinstance(data, dict):
         raise ValidationFailed("The body must be a JSON object.")
     fields_known(data, UPDATABLE_FIELDS, verb="Updatable")
@@ -197,6 +196,12 @@ def directory_update(*, directory: Directory, data: dict[str, Any]) -> tuple[Dir
             # raised (or removed) is not held to what it spent under the old one.
             bucket = ratelimit.scim_bucket(directory.id)
             transaction.on_commit(lambda: ratelimit.forget(bucket))
+        directory_audit(
+            actor=actor,
+            action=update_action(changed, directory),
+            directory=directory,
+            details=update_details(changed, directory),
+        )
     return directory, changed
 
 
@@ -259,111 +264,13 @@ def _flag(value: object, field: str) -> bool:
     return value
 
 
-def directory_delete(*, directory: Directory) -> None:
-    """Delete a directory with its users, groups, memberships, pending events and delivery log."""
+def directory_delete(*, directory: Directory, actor: Actor) -> None:
+    """Delete a directory with its users, groups, memberships, pending events and delivery log. Audited as
+    `directory.deleted`: the entry keeps the directory's id, name, tenant and product after the row is gone."""
     with transaction.atomic():
         payload = _public(directory)
         outbox = _events()
         outbox.events_delete(directory_id=directory.id)
         outbox.event_record(directory=directory, event_type="dsync.deleted", data=payload)
+        directory_audit(actor=actor, action="directory.deleted", directory=directory)
         directory.delete()
-
-
-def grace_seconds_check(value: object) -> int:
-    """`grace_seconds` of a SCIM secret rotation: an integer from 0 to GRACE_SECONDS_MAX (not a bool,
-    a float or a string of digits), else ValidationFailed naming the field."""
-    if type(value) is not int or not 0 <= value <= GRACE_SECONDS_MAX:
-        raise ValidationFailed(
-            f"grace_seconds must be an integer from 0 to {GRACE_SECONDS_MAX} (seconds the old secret keeps working).",
-            field="grace_seconds",
-        )
-    return value
-
-
-def scim_secret_rotation_input(data: dict[str, Any]) -> int:
-    """The `grace_seconds` of a rotation request's body (`{}` or `{"grace_seconds": N}`; 0 when absent)."""
-    fields_known(data, ["grace_seconds"])
-    return grace_seconds_check(data.get("grace_seconds", 0))
-
-
-def directory_scim_secret_rotate(*, directory: Directory, grace_seconds: int = 0) -> Directory:
-    """A new SCIM secret. With `grace_seconds`, the one it replaces keeps working that long (contract
-    §4.1), so the identity provider can be updated without a failed push; with 0 it stops at once, and
-    so does any secret an earlier rotation kept. Only one previous secret is kept."""
-    grace = grace_seconds_check(grace_seconds)
-    with transaction.atomic():
-        # Under the row's lock: of two rotations at once, the second keeps the secret the first made.
-        locked = Directory.objects.select_for_update().filter(pk=directory.pk)
-        old = locked.values_list("scim_secret", flat=True).first()
-        if old is None:
-            raise NotFound("Directory not found.")  # deleted since it was read
-        directory.scim_secret = secret_generate()
-        directory.previous_scim_secret = old if grace else ""
-        directory.previous_scim_secret_expires_at = timezone.now() + timedelta(seconds=grace) if grace else None
-        directory.save(
-            update_fields=["scim_secret", "previous_scim_secret", "previous_scim_secret_expires_at", "updated_at"]
-        )
-        scim_secret_rotated(directory=directory, previous_kept=bool(grace))
-    return directory
-
-
-def directory_previous_scim_secret_revoke(*, directory: Directory) -> tuple[Directory, bool]:
-    """Stop the previous SCIM secret now, before its grace ends; returns the directory and whether there
-    was one to stop."""
-    had = directory.previous_scim_secret_valid(timezone.now())
-    if not directory.previous_scim_secret and directory.previous_scim_secret_expires_at is None:
-        return directory, False
-    with transaction.atomic():
-        directory.previous_scim_secret = ""
-        directory.previous_scim_secret_expires_at = None
-        directory.save(update_fields=["previous_scim_secret", "previous_scim_secret_expires_at", "updated_at"])
-        scim_previous_secret_forgotten(directory=directory)
-    return directory, had
-
-
-def directory_scim_oauth_secret_rotate(*, directory: Directory) -> tuple[Directory, str, bool]:
-    """A new client secret for the directory's OAuth client (contract §4.3): returns the directory, the
-    secret (only its SHA-256 digest is stored: shown in this answer only) and whether it is the first
-    (OAuth was off until now). Every access token issued before stops working at once, on every node:
-    their key is derived from the digest (scim/tokens.py)."""
-    secret = secret_generate()
-    with transaction.atomic():
-        # Under the row's lock: of two rotations at once, the one that commits last is the secret that works.
-        locked = Directory.objects.select_for_update().filter(pk=directory.pk)
-        previous = locked.values_list("scim_oauth_secret_hash", flat=True).first()
-        if previous is None:
-            raise NotFound("Directory not found.")  # deleted since it was read
-        directory.scim_oauth_secret_hash = secret_digest(secret)
-        directory.scim_oauth_secret_created_at = timezone.now()
-        directory.save(update_fields=["scim_oauth_secret_hash", "scim_oauth_secret_created_at", "updated_at"])
-    return directory, secret, not previous
-
-
-def scim_oauth_secret_rotation_input(data: dict[str, Any]) -> None:
-    """The body of a client secret rotation: `{}` (or none). Any field is a 400 naming it."""
-    fields_known(data, [])
-
-
-def directory_webhook_secret_rotate(*, directory: Directory) -> Directory:
-    if not directory.webhook_url:
-        raise ValidationFailed("This directory has no webhook_url, so it has no webhook secret to rotate.")
-    directory.webhook_secret = secret_generate()
-    directory.save(update_fields=["webhook_secret", "updated_at"])
-    return directory
-
-
-def api_key_create(*, name: str) -> tuple[ApiKey, str]:
-    """Create an API key; returns the row and the key itself, which is not stored and shown only once."""
-    name = (name or "").strip()
-    if not name:
-        raise ValidationFailed("name is required.", field="name")
-    key = "rk_" + secrets.token_urlsafe(32)
-    row = ApiKey.objects.create(name=name, prefix=key[:10], key_hash=api_key_hash(key))
-    return row, key
-
-
-def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
-    if api_key.revoked_at is None:
-        api_key.revoked_at = timezone.now()
-        api_key.save(update_fields=["revoked_at"])
-    return api_key

@@ -2,34 +2,25 @@
 changes a directory's deprovision guard holds, or approve or discard them (all, or those --ids names), as
 `POST …/held-changes/approve|discard` do.
 
-Handed to the directories command at start-up (adminauth.apps), which sits below this app. Audited with
-the OS user who ran it, as `manage.py webhooks_resend` is.
+Handed to the directories command at start-up (directories.apps: the command imports this package, so this
+module cannot sit in its subcommand table). Audited with the OS user who ran it, as every command is.
 """
 
 from __future__ import annotations
 
-import getpass
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adminauth.held import held_changes_resolve_audited
+from audit.actors import command_actor
 from core.errors import RosterError
 from core.timefmt import iso_utc, iso_utc_or_none
 from directories.guard.rendering import guard_state
 from directories.guard.selectors import held_changes
-from directories.guard.services import held_resolve_input
+from directories.guard.services import held_changes_resolve, held_resolve_input
 from directories.management.commands.directories import Subcommand, table_lines
 
 _COLUMNS = ("ID", "HELD AT", "USER", "CHANGE", "SCIM REQUEST")
-
-
-def os_user() -> str:
-    """Who runs a command, as the audit trail names them (`manage.py webhooks_resend` too)."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
-        return "unknown"
 
 
 def _arguments(parser: CommandParser) -> None:
@@ -56,14 +47,7 @@ def _handle(command: BaseCommand, options: dict[str, Any]) -> None:
     approve = bool(options["approve"])
     try:
         ids = held_resolve_input({"ids": options["ids"]} if options["ids"] else {})
-        count = held_changes_resolve_audited(
-            directory=directory,
-            ids=ids,
-            approve=approve,
-            actor=None,
-            actor_name=f"manage.py ({os_user()})",
-            via="manage.py",
-        )
+        count = held_changes_resolve(directory=directory, ids=ids, approve=approve, actor=command_actor()).count
     except RosterError as exc:
         raise CommandError(exc.message) from None
     directory.refresh_from_db()

@@ -8,9 +8,10 @@ import uuid
 import pytest
 from django.core.management import load_command_class
 
-from adminauth.models import AuditEntry
+from audit.models import AuditEntry
 from directories.models import Directory
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.webhooks.feedrows import feed_events
 from webhooks.models import EventState, WebhookEvent
 
@@ -22,7 +23,9 @@ F = EventState.FAILED
 @pytest.fixture
 def hooked(settings) -> Directory:  # noqa: ANN001
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
-    return directory_create(data={"tenant": "acme", "product": "crm", "webhook_url": "http://127.0.0.1:9/hook"})
+    return directory_create(
+        actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "webhook_url": "http://127.0.0.1:9/hook"}
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +44,7 @@ def connections_kept(monkeypatch: pytest.MonkeyPatch) -> None:
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """Run the command as manage.py does (run_from_argv: a CommandError becomes a line on stderr and
     the exit status); returns (exit code, stdout, stderr)."""
-    command = load_command_class("adminauth", "webhooks_resend")
+    command = load_command_class("webhooks", "webhooks_resend")
     code = 0
     try:
         command.run_from_argv(["manage.py", "webhooks_resend", *args])

@@ -2,8 +2,7 @@
 more attempt of chosen events of a directory (contract §5.1), as `POST …/changes/resend` does.
 
 `--to` defaults to the newest event, at most 1000 events from A. The resend is audited with the OS user
-who ran the command. It lives with the audit trail (adminauth) because it records there; the webhooks
-package sits below it and cannot.
+who ran the command.
 """
 
 from __future__ import annotations
@@ -13,12 +12,11 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adminauth.commands import os_user
-from adminauth.resends import changes_resend_audited
+from audit.actors import command_actor
 from core.errors import RosterError
 from directories.selectors import directory_get
 from webhooks.selectors import event_sequence_last
-from webhooks.services import RESEND_MAX, draining, resend_range_end
+from webhooks.services import RESEND_MAX, changes_resend, draining, resend_range_end
 
 
 def _number(raw: str | None) -> Any:
@@ -59,16 +57,13 @@ class Command(BaseCommand):
             raise CommandError("Give --from A [--to B] or --event-id ID.")
         if event_ids is None and last is None:
             last = resend_range_end(first, event_sequence_last(directory=directory))
-        user = os_user()
         try:
-            queued = changes_resend_audited(
+            queued = changes_resend(
                 directory=directory,
                 first=None if event_ids is not None else first,
                 last=None if event_ids is not None else last,
                 event_ids=event_ids,
-                actor=None,
-                actor_name=f"manage.py ({user})",
-                via="manage.py",
+                actor=command_actor(),
             )
         except RosterError as exc:
             raise CommandError(exc.message) from None

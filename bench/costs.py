@@ -268,7 +268,8 @@ class Harness:
             from directories.services import directory_create
 
             made = directory_create(
-                data={"tenant": f"costs-{self.tag}-flood", "product": "bench", "scim_rate_limit": 1500}
+                data={"tenant": f"costs-{self.tag}-flood", "product": "bench", "scim_rate_limit": 1500},
+                **systems.service_actor(directory_create),
             )
             self.throttled = (made, ratelimit.scim_bucket(made.id))
         directory, bucket = self.throttled

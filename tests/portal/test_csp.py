@@ -18,6 +18,7 @@ from adminauth.models import AdminUser
 from directories.models import Directory, ScimLogEntry
 from directories.services import directory_create
 from portal.urls import urlpatterns
+from tests.actors import TEST_ACTOR
 from tests.portal.conftest import make_group, make_user
 from webhooks.models import WebhookDelivery
 
@@ -36,7 +37,9 @@ LISTEN = (
 
 def filled_directory() -> tuple[Directory, dict[str, str]]:
     """A directory with something on every page, and the value of each route argument."""
-    directory = directory_create(data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"})
+    directory = directory_create(
+        actor=TEST_ACTOR, data={"name": "Acme Okta", "tenant": "acme", "product": "crm", "type": "okta-scim-v2"}
+    )
     user = make_user(directory, "ann@acme.test", first_name="Ann")
     group = make_group(directory, "Engineering", [user])
     delivery = WebhookDelivery.objects.create(

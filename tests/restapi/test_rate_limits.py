@@ -13,6 +13,7 @@ from django.test import Client
 from core import ratelimit
 from directories.models import Directory
 from directories.services import api_key_create
+from tests.actors import TEST_ACTOR
 from tests.conftest import LimiterClock
 
 pytestmark = pytest.mark.django_db
@@ -94,7 +95,7 @@ def test_a_client_that_waits_retry_after_is_accepted(api_client: Client, lowest:
 
 
 def test_each_key_has_its_own_budget(api_client: Client, lowest: int) -> None:
-    _, other = api_key_create(name="other")
+    _, other = api_key_create(actor=TEST_ACTOR, name="other")
     spend("test-env-api-key", 150)
     assert api_client.get(LIST).status_code == 429
     response = Client(HTTP_AUTHORIZATION=f"Bearer {other}").get(LIST)
@@ -102,7 +103,7 @@ def test_each_key_has_its_own_budget(api_client: Client, lowest: int) -> None:
 
 
 def test_a_database_key_is_limited_too(lowest: int) -> None:
-    _, key = api_key_create(name="scripted")
+    _, key = api_key_create(actor=TEST_ACTOR, name="scripted")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     statuses = [client.get(LIST).status_code for _ in range(151)]
     assert statuses == [200] * 150 + [429]

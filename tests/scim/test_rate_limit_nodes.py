@@ -12,13 +12,14 @@ import pytest
 import requests
 
 from directories.services import directory_create
+from tests.actors import TEST_ACTOR
 from tests.webnodes import Node
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 
 def limited_directory() -> tuple[str, dict[str, str]]:
-    directory = directory_create(data={"tenant": "acme", "product": "crm", "scim_rate_limit": 1500})
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm", "scim_rate_limit": 1500})
     return str(directory.id), {"Authorization": f"Bearer {directory.scim_secret}"}
 
 

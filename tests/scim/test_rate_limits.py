@@ -23,6 +23,7 @@ from directories.activity.services import scim_health_sweep
 from directories.models import Directory, DirectoryUser, ScimHealth, ScimLogEntry
 from directories.services import directory_scim_oauth_secret_rotate, directory_update
 from scim.api import scim_request
+from tests.actors import TEST_ACTOR
 from tests.conftest import LimiterClock
 from tests.scim.conftest import ERROR_URN, Scim, user_body
 from webhooks.models import WebhookEvent
@@ -39,7 +40,7 @@ def clock(limiter_clock: LimiterClock) -> LimiterClock:
 
 
 def limited(directory: Directory, per_minute: int | None = LOWEST) -> Directory:
-    directory, _ = directory_update(directory=directory, data={"scim_rate_limit": per_minute})
+    directory, _ = directory_update(actor=TEST_ACTOR, directory=directory, data={"scim_rate_limit": per_minute})
     ratelimit.reset()  # the service empties the bucket after commit; in a test's transaction, by hand
     return directory
 
@@ -180,7 +181,7 @@ def test_the_embedding_api_has_no_rate_limit(directory_a: Directory) -> None:
 
 
 def _token_client(directory: Directory) -> tuple[Client, str]:
-    directory, secret, *_ = directory_scim_oauth_secret_rotate(directory=directory)
+    directory, secret, *_ = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory)
     basic = base64.b64encode(f"{directory.id}:{secret}".encode()).decode()
     return Client(HTTP_AUTHORIZATION=f"Basic {basic}"), f"/api/scim/v2.0/{directory.id}/oauth/token"
 

@@ -448,6 +448,16 @@ def write(entry: str, directory: Directory, method: str, path: str, body: bytes,
         assert _numbers_as_floats(read_back) == _numbers_as_floats(document)
 
 
+@pytest.fixture(autouse=True)
+def _no_rate_limit() -> Any:
+    """The fuzzing sends hundreds of requests per test, far past a directory's burst (contract §4.5): the
+    properties here are about input, so the limit is off (its own tests are tests/scim/test_rate_limits.py)."""
+    from django.test import override_settings
+
+    with override_settings(SCIM_RATE_LIMIT=0, API_RATE_LIMIT=0):
+        yield
+
+
 @pytest.fixture
 def seeded(scim_hooked: Any) -> dict[str, Any]:
     """A directory with a webhook (events land in the outbox), two users and a group with a member."""

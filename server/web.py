@@ -113,7 +113,8 @@ def preload() -> None:
     prometheus-client on the first metric recorded; kombu imports the broker's transport (redis-py) on
     the first publish. Imported here, all of it sits in pages the workers share. `gc.freeze()` then moves
     every object made so far out of the collector's reach, so the workers' collections do not write to
-    (and so copy) those pages, as the CPython documentation recommends before a fork.
+    (and so copy) those pages, as the CPython documentation recommends before a fork. Each worker then
+    makes its after-commit webhook kicks from a thread of its own (webhooks.kicker), started at its first.
     """
     from django.urls import get_resolver
 
@@ -121,6 +122,9 @@ def preload() -> None:
 
     get_resolver().url_patterns  # noqa: B018 - the import side effect is the point
     _broker_transport_load()
+    from webhooks.services import draining
+
+    draining.kicks_in_background()  # the kicks after a write leave the request (webhooks.kicker)
     import prometheus_client.multiprocess  # noqa: F401
 
     gc.collect()

@@ -6,7 +6,9 @@ events in batches, oldest first, and sends them in order (webhooks.services.deli
 keeps a directory's events in order, and a slow receiver holds up only its own directory's drain.
 
 `kick(directory_id, target)` runs from `transaction.on_commit`, once per transaction and key, inside
-the SCIM request that made the change, so it must be cheap and must never raise. What it does:
+the SCIM request that made the change, so it must be cheap and must never raise. In the web server it
+only hands the key to the process's kicker thread (webhooks.kicker), which does what follows outside the
+request, once per key for all the writes handed to it meanwhile. What a kick does:
 
 - **Redis broker** (`redis://`, `rediss://`): one round trip to the broker's Redis, a script that does
   `SET <prefix>:drain:<dir>:<target> 1 NX PX <ttl>` and, only when the key already exists (a drain is
@@ -77,6 +79,8 @@ from django.db import connections
 import webhooks.services.delivery as delivery
 from core.requestid import scope_bound
 from webhooks.drainflag import DrainFlag
+from webhooks.kicker import Kicker
+from webhooks.kicker import flush_at_exit as kicker_flush_at_exit
 from webhooks.services.delivery import CLAIM_HOLD, BatchResult
 
 logger = logging.getLogger("roster.webhooks")
@@ -100,8 +104,19 @@ _broker_down_until = 0.0  # time.monotonic() before which after-commit kicks are
 
 
 def kick(directory_id: UUID | str, target: str) -> None:
-    """Called by transaction.on_commit once per transaction and (directory, target). Never raises."""
+    """Called by transaction.on_commit once per transaction and (directory, target). Never raises.
+    In the web server, a kick through the broker is made by the process's kicker thread (webhooks.kicker)."""
     key = (str(directory_id), target)
+    if _kicker is not None and settings.CELERY_BROKER_URL:
+        try:
+            _kicker.hand(key)
+            return
+        except Exception:  # noqa: BLE001 - no thread to be had: kick here, as without a kicker
+            logger.exception("webhook kicker unavailable; kicking in the request")
+    _kick_now(key)
+
+
+def _kick_now(key: Key) -> None:
     try:
         if not settings.CELERY_BROKER_URL:
             _in_process_kick(key)
@@ -112,6 +127,17 @@ def kick(directory_id: UUID | str, target: str) -> None:
     except Exception:
         # Anything at all: the change is committed and its events are safe in the outbox.
         logger.exception("webhook drain for directory %s not requested; its events stay pending for the sweep", key[0])
+
+
+_kicker: Kicker | None = None
+
+
+def kicks_in_background() -> None:
+    """Hand this process's after-commit kicks to a kicker thread (the web server calls this once)."""
+    global _kicker
+    if _kicker is None:
+        _kicker = Kicker(_kick_now)  # type: ignore[arg-type]
+        kicker_flush_at_exit(_kicker)
 
 
 def kick_many(keys: Iterable[tuple[UUID | str, str]]) -> int:

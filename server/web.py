@@ -167,6 +167,9 @@ def _broker_transport_load() -> None:
         connection.transport  # noqa: B018 - the import side effect is the point
     finally:
         connection.release()
+    # A publish builds an AsyncResult, whose first use finds the result backend by reading every installed
+    # package's entry points: done here once, not in each worker at its first write.
+    app.backend  # noqa: B018
 
 
 def logging_use_roster_format() -> None:

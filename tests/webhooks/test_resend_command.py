@@ -34,6 +34,16 @@ def os_user(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def no_drain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the command queues is checked here, not its delivery: on PostgreSQL the tests commit for real
+    (tests/conftest.py), and the after-commit kick would have the in-process drain attempt the events at
+    once (the kick and the drain are tested in test_draining.py)."""
+    from webhooks.services import draining
+
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: None)
+
+
+@pytest.fixture(autouse=True)
 def connections_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     """run_from_argv closes every database connection as it ends, which would close the test's."""
     from django.db import connections

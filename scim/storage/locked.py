@@ -8,7 +8,7 @@ A write the deprovision guard decides on (a deprovision, any change of a user wi
 scim.storage.guard under the user's lock, which hands one it lets through back to `user_write` or
 `user_remove`.
 
-The reads, which differ by database, come from the `Reads` it is built with (scim.storage.portable or
+The reads, which differ by database, come from the `Reads` it is built with (scim.storage.sqlite_reads or
 scim.storage.postgres). Its own SQL is portable: the membership inserts and deletes below run unchanged
 on both databases.
 """

@@ -225,7 +225,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"SetupLinkStatusEnum": "setuplinks.models.SetupLinkStatus.values"},
 }
 
-# Celery: with no broker, tasks run in-process after commit (webhooks.services.draining decides how).
+# Celery: with no broker, tasks run in-process after commit (webhooks.services.draining decides how,
+# webhooks.services.drain_pool runs them).
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4

@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 from django.db import connections, models
+from django.db.models.fields import AutoFieldMixin
 
 M = TypeVar("M", bound=models.Model)
 
@@ -227,7 +228,8 @@ class RowWriter(Generic[M]):
     def _fields(self, names: tuple[str, ...] | None) -> list[models.Field]:
         meta = self.model._meta
         if names is None:
-            return list(meta.concrete_fields)
+            # An auto-incremented key is the database's to set, as with save().
+            return [f for f in meta.concrete_fields if not isinstance(f, AutoFieldMixin)]
         chosen = [meta.get_field(n) for n in names]
         # Like save(update_fields=…): auto_now fields are refreshed by every update.
         chosen += [f for f in meta.concrete_fields if getattr(f, "auto_now", False) and f not in chosen]
@@ -243,24 +245,27 @@ class RowWriter(Generic[M]):
         obj._state.adding = False
         obj._state.db = alias
 
-    def insert_sql(self, obj: M, *, alias: str = "default") -> tuple[str, list[Any]]:
+    def insert_sql(self, obj: M, *, where: str | None = None, alias: str = "default") -> tuple[str, list[Any]]:
         """The INSERT of `obj` and its parameters, not executed: for a caller that combines it with
         other statements into one (`WITH a AS (<insert>) …`, see `statement_run`). Runs `pre_save`, so
-        the instance's auto timestamps are set as soon as this returns."""
+        the instance's auto timestamps are set as soon as this returns. With `where` (a condition, whose
+        parameters the caller appends): `INSERT … SELECT <values> WHERE <where>`, which inserts nothing
+        unless it holds."""
         connection = connections[alias]
         fields = self._fields(None)
         values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
         self._saved(obj, alias)
-        return self._insert_text(alias, fields), values
+        return self._insert_text(alias, fields, where), values
 
-    def _insert_text(self, alias: str, fields: list[models.Field]) -> str:
-        key = (alias, ("*insert*",))
+    def _insert_text(self, alias: str, fields: list[models.Field], where: str | None = None) -> str:
+        key = (alias, ("*insert*", where))
         sql = self._sql.get(key)
         if sql is None:
             quote = connections[alias].ops.quote_name
             columns = ", ".join(quote(f.column) for f in fields)
             marks = ", ".join(["%s"] * len(fields))
-            sql = self._sql[key] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608
+            values = f"VALUES ({marks})" if where is None else f"SELECT {marks} WHERE {where}"
+            sql = self._sql[key] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) {values}"  # noqa: S608
         return sql
 
     def insert_many(self, objs: list[M], *, alias: str = "default") -> None:

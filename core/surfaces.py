@@ -32,7 +32,7 @@ _PREFIXES = (
 # The SCIM endpoint of a directory is SCIM_BASE_PATH/<directory id> (contract §4).
 SCIM_BASE_PATH = "/api/scim/v2.0"
 # The token endpoint of a directory's OAuth client, below its SCIM endpoint (contract §4.3). Not a SCIM
-# resource: scim/http/routes.py routes it to the token endpoint, which answers in RFC 6749's format.
+# resource: scim/routes.py routes it to the token endpoint, which answers in RFC 6749's format.
 SCIM_TOKEN_PATH = "/oauth/token"
 # Entra ID sends RFC-conformant PATCH bodies (ops in lower case, `active` as a boolean, member removal by
 # value filter) when its tenant URL carries this query flag.

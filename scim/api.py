@@ -7,8 +7,8 @@
                           callback=print)
     result == {"status": 200, "data": {…ListResponse…}}
 
-It finds the request's route in the route table (scim/http/routes.py), builds the one request type
-(scim/http/request.py) from the dict and hands it to the processor (scim/processor.py), which the HTTP
+It finds the request's route in the route table (scim/routes.py), builds the one request type
+(scim/request.py) from the dict and hands it to the processor (scim/processor.py), which the HTTP
 entries use too. `callback`, when given, is called with each
 contract §5 event payload after the change has committed.
 """
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from scim.http.request import SCIM, ScimRequest
-from scim.http.routes import scim_route
 from scim.processor import Callback, Result, process
 from scim.protocol.errors import invalid_syntax
+from scim.request import SCIM, ScimRequest
+from scim.routes import scim_route
 
 
 def scim_request(request: dict[str, Any], callback: Callback | None = None) -> Result:

@@ -1,8 +1,8 @@
 """The SCIM request processor: authenticate, parse, route through the table, answer.
 
-`process` takes one `ScimRequest` (scim/http/request.py) from either HTTP entry (scim/http/views.py)
+`process` takes one `ScimRequest` (scim/request.py) from either HTTP entry (scim/http/views.py)
 or the embedding API (scim/api.py), with the route the entry found for it in the route table
-(scim/http/routes.py), and returns `{"status": int, "data": dict | None}`; the HTTP adapter turns that
+(scim/routes.py), and returns `{"status": int, "data": dict | None}`; the HTTP adapter turns that
 into bytes. A request costs one directory lookup (and what its URL names, its first read) until its
 secret has been checked (scim/authentication.py); its body, PATCH operations and filter are parsed only
 afterwards, and only then do a missing route (404) and a method the route lacks (405) answer.
@@ -19,9 +19,9 @@ from django.db import transaction
 
 from directories.models import Directory
 from scim.authentication import UNAUTHORIZED, Seen, authenticate
-from scim.http.request import ScimRequest
 from scim.protocol.errors import ScimError, invalid_syntax, invalid_value, not_found
 from scim.protocol.inputs import check_document, check_query, text_ok
+from scim.request import ScimRequest
 
 MAX_BODY_BYTES = 1024 * 1024
 

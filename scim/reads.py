@@ -1,5 +1,5 @@
 """The read routes of the SCIM endpoint: lists, `.search`, one user or group, and discovery (RFC 7644
-§3.4, §4). Each handler (scim/http/routes.py names them) takes the authenticated directory and the
+§3.4, §4). Each handler (scim/routes.py names them) takes the authenticated directory and the
 request, parses what the request asks (filter, sortBy, paging, attributes), reads through the store
 and the selectors, and renders SCIM resources.
 
@@ -17,13 +17,13 @@ from django.db.models import Q
 from directories.models import Directory
 from directories.selectors import user_groups_attach
 from scim import storage
-from scim.http.request import Outcome, ScimRequest
 from scim.protocol import schemas as discovery
 from scim.protocol.errors import ScimError, not_found
 from scim.protocol.inputs import check_query
 from scim.protocol.paging import paging
 from scim.protocol.search import search_query
 from scim.protocol.versions import precondition, version_of
+from scim.request import Outcome, ScimRequest
 from scim.resources import Projection, group_resource, user_resource
 from scim.selectors import (
     Equality,

@@ -1,4 +1,4 @@
-"""The write routes of the SCIM endpoint (RFC 7644 §3.3, §3.5, §3.6): each handler (scim/http/routes.py
+"""The write routes of the SCIM endpoint (RFC 7644 §3.3, §3.5, §3.6): each handler (scim/routes.py
 names them) reads the request's If-Match and `attributes`/`excludedAttributes`, calls one service
 (scim/services/) with the parsed body, and renders what was written. Everything the request can get
 wrong is parsed before the service is called: a 400 writes nothing. The services and the store do the
@@ -11,9 +11,9 @@ from typing import Any
 
 from directories.models import Directory
 from scim import services
-from scim.http.request import Outcome, ScimRequest
 from scim.protocol.versions import Precondition, precondition, version_of
 from scim.reads import group_resources, projection, users_with_groups
+from scim.request import Outcome, ScimRequest
 from scim.resources import Projection, user_resource
 from scim.selectors import FirstRead
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Set up, check the import contracts (lint-imports) and run the whole test suite. Locally it uses SQLite
-# unless TEST_DATABASE_URL is set; with CI=true it runs on the local PostgreSQL and Redis and fails if
-# either is missing, and tests/image/test_container.py builds and runs the container image
-# (scripts/container-test.sh, which installs podman, runc and mmdebstrap when missing; locally it runs
+# Set up, check the import contracts (lint-imports) and the SCIM store's types (mypy), and run the whole test
+# suite. Locally it uses SQLite unless TEST_DATABASE_URL is set; with CI=true it runs on the local PostgreSQL
+# and Redis and fails if either is missing, and tests/image/test_container.py builds and runs the container
+# image (scripts/container-test.sh, which installs podman, runc and mmdebstrap when missing; locally it runs
 # with ROSTER_CONTAINER_TEST=1).
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/scim -x).
 set -euo pipefail
@@ -39,4 +39,6 @@ if [ "${CI:-}" = "true" ]; then
 fi
 # The import contracts of pyproject.toml ([tool.importlinter]): a broken one fails the run before any test.
 .venv/bin/lint-imports --no-logo --no-cache
+# The SCIM store's protocols, type-checked against the stores that claim them ([tool.mypy] in pyproject.toml).
+.venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

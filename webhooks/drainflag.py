@@ -43,7 +43,10 @@ return 0
 
 class DrainFlag:
     def __init__(self, url: str) -> None:
+        self.url = url
         self.client: redis.Redis = redis_client(url, connect_timeout=CONNECT_TIMEOUT, command_timeout=COMMAND_TIMEOUT)
+        self._waiters: dict[float, redis.Redis] = {}  # by the wait's length: see `wait_for_wake`
+        self._waiters_lock = threading.Lock()
         # EVALSHA by the script's hash; redis-py loads the script once when the server lacks it
         # (after a restart or SCRIPT FLUSH), so the script's text is not sent with every kick.
         self._claim_or_wake = self.client.register_script(CLAIM_OR_WAKE)
@@ -79,23 +82,24 @@ class DrainFlag:
         self.client.pexpire(self.names(directory_id, target)[0], int(ttl * 1000))
 
     def wait_for_wake(self, directory_id: str, target: str, timeout: float) -> bool:
-        """Block up to `timeout` seconds for a wake-up; True when one came.
-
-        redis-py reads every reply, BLPOP's too, with the client's socket timeout, which a wait longer
-        than COMMAND_TIMEOUT would outlast; so the wait is sent on a connection of the pool whose read
-        is given the wait plus COMMAND_TIMEOUT (a connection left mid-reply is closed, never reused)."""
+        """Block up to `timeout` seconds for a wake-up (redis-py's BLPOP); True when one came."""
         wake = self.names(directory_id, target)[1]
-        pool = self.client.connection_pool
-        conn = pool.get_connection()
-        try:
-            conn.send_command("BLPOP", wake, f"{timeout:.3f}")
-            reply = conn.read_response(timeout=timeout + COMMAND_TIMEOUT)
-        except BaseException:
-            conn.disconnect()
-            raise
-        finally:
-            pool.release(conn)
-        return reply is not None
+        return self._waiter(timeout).blpop([wake], timeout=timeout) is not None
+
+    def _waiter(self, timeout: float) -> redis.Redis:
+        """The client that waits `timeout` seconds. redis-py reads every reply, BLPOP's too, with the
+        client's socket timeout, which a wait longer than COMMAND_TIMEOUT would outlast; so a wait has a
+        client (and pool) of its own whose reads are given the wait plus COMMAND_TIMEOUT. The drains wait
+        one length (LINGER), so a process keeps one. redis-py closes a connection whose command failed."""
+        waiter = self._waiters.get(timeout)
+        if waiter is None:
+            with self._waiters_lock:
+                waiter = self._waiters.get(timeout)
+                if waiter is None:
+                    waiter = self._waiters[timeout] = redis_client(
+                        self.url, connect_timeout=CONNECT_TIMEOUT, command_timeout=timeout + COMMAND_TIMEOUT
+                    )
+        return waiter
 
     def release(self, directory_id: str, target: str) -> None:
         self.client.delete(*self.names(directory_id, target))

@@ -18,7 +18,7 @@ from django.conf import settings
 from directories.activity import services as activity
 from directories.guard import services as guard
 from webhooks import services
-from webhooks.services import draining
+from webhooks.services import drain_task, drains
 
 # A drain works DRAIN_BUDGET seconds, then finishes the batch in hand, whose attempts stop starting after
 # CLAIM_HOLD and last WEBHOOK_TIMEOUT each, then lingers LINGER. Through a lost database connection its
@@ -28,11 +28,11 @@ from webhooks.services import draining
 # the claim, and a batch is claimed at most CLAIM_HOLD + WEBHOOK_TIMEOUT + RECORD_RETRY before it is
 # recorded).
 DRAIN_SOFT_TIME_LIMIT = int(
-    draining.DRAIN_BUDGET
+    drains.DRAIN_BUDGET
     + services.CLAIM_HOLD
     + 2 * float(settings.WEBHOOK_TIMEOUT)
     + 2 * services.RECORD_RETRY
-    + draining.LINGER
+    + drains.LINGER
     + 30
 )
 DRAIN_TIME_LIMIT = DRAIN_SOFT_TIME_LIMIT + 10
@@ -49,7 +49,7 @@ TASK_STOP: tuple[type[BaseException], ...] = (SoftTimeLimitExceeded,)
 
 @shared_task(name="webhooks.drain", time_limit=DRAIN_TIME_LIMIT, soft_time_limit=DRAIN_SOFT_TIME_LIMIT, **_ONE_SHOT)
 def webhook_events_drain(directory_id: str, target: str) -> dict[str, int]:
-    return draining.drain_run(directory_id, target, should_stop=_worker_stopping)
+    return drain_task.drain_run(directory_id, target, should_stop=_worker_stopping)
 
 
 def drain_publish(directory_id: str, target: str) -> None:

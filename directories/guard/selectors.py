@@ -1,5 +1,6 @@
 """Reads of the deprovision guard (contract §4.2), always scoped by directory: the held changes, the
-identity provider's view of a held user, what the guard's state is made of."""
+identity provider's view of a held user, what the guard's state is made of; and the directory's guard
+fields read under its row lock, which every write of the guard takes."""
 
 from __future__ import annotations
 
@@ -13,9 +14,26 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
+from core.rows import RowReader
 from directories.guard import rules
 from directories.guard.rules import guard_setting, window_since
 from directories.models import Deprovision, Directory, DirectoryUser, HeldChange, HeldChangeKind
+
+# The guard's fields of a directory, read under its row lock by fixed SQL: a deprovision reads them on every
+# request of a wave.
+_guard_fields = RowReader(Directory, fields=("id", "deprovision_guard", "guard_tripped_at", "guard_armed_at"))
+
+
+def directory_guard_lock(directory: Directory) -> None:
+    """Lock the directory's row (FOR NO KEY UPDATE; SQLite's write lock covers it) and refresh the guard's
+    fields on `directory` from it: a PATCH or another request may have changed them since it was read.
+    Every write of the guard takes it, after the rows of the users it changes (scim.storage.guard, and the
+    resolutions of directories.guard.services)."""
+    sql = _guard_fields.sql('{table}."id" = %s', lock="no_key_update")
+    row = _guard_fields.first(sql, [_guard_fields.param("id", directory.id)])
+    if row is not None:
+        directory.deprovision_guard = row.deprovision_guard
+        directory.guard_tripped_at, directory.guard_armed_at = row.guard_tripped_at, row.guard_armed_at
 
 
 def held_changes(*, directory: Directory) -> QuerySet[HeldChange]:

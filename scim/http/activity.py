@@ -37,8 +37,8 @@ from directories.activity.state import (
 )
 from directories.selectors import directory_get
 from scim.authentication import Seen
-from scim.http.routes import PREFIX
 from scim.protocol.masking import query_text, request_body_text, response_body_text, text_capped
+from scim.routes import PREFIX
 
 logger = logging.getLogger("roster.scim")
 

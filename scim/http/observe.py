@@ -34,7 +34,7 @@ def scim_observed(
     started: float,
 ) -> None:
     """Count and log one answered SCIM request, then close its scope (opened by `scope_enter`).
-    `resource_type` is a route's (scim.http.routes), "-" for the directory's root or "other": a client
+    `resource_type` is a route's (scim.routes), "-" for the directory's root or "other": a client
     cannot make up label values."""
     try:
         seconds = time.perf_counter() - started

@@ -2,8 +2,8 @@
 
 `scim_answer` is the adapter; `scim_view` feeds it from Django's request, scim.http.wsgi straight from the
 WSGI environ (the path production takes). Both hand it the environ and a way to read the body, and
-`http_request` finds the request's route (scim/http/routes.py, once) and makes them the one `ScimRequest`
-(scim/http/request.py) the processor takes. Every answer,
+`http_request` finds the request's route (scim/routes.py, once) and makes them the one `ScimRequest`
+(scim/request.py) the processor takes. Every answer,
 errors included, is `application/scim+json` (interop E11). Body size and content type are checked
 before anything else so that a huge or non-JSON body is never read into the processor. Each answered
 request is counted for /metrics and, when it is a write or a 4xx, logged (scim/http/observe.py).
@@ -35,13 +35,14 @@ from core.requestid import HEADER, scope_enter
 from scim.http.activity import Exchange
 from scim.http.limits import TOKEN_ERROR, Admission, early_refusal, refused_detail, scim_refused, token_refused_body
 from scim.http.observe import scim_observed
-from scim.http.request import OAUTH, Route, ScimRequest, content_length
-from scim.http.routes import scim_route
+from scim.http.request import content_length
 from scim.http.token import CONTENT_TYPE as TOKEN_CONTENT_TYPE
 from scim.http.token import NO_STORE as TOKEN_NO_STORE
 from scim.http.token import token_answer
 from scim.processor import MAX_BODY_BYTES, process
 from scim.protocol.errors import ScimError, invalid_syntax
+from scim.request import OAUTH, Route, ScimRequest
+from scim.routes import scim_route
 
 logger = logging.getLogger("roster.scim")
 
@@ -68,7 +69,7 @@ def scim_answer(
     the answer is sent; never raises.
 
     `environ` is the request's WSGI environ (Django's `request.META`), `read_body` reads its body (called
-    at most once, see `http_request`); the other arguments are the route's (scim/http/routes.py).
+    at most once, see `http_request`); the other arguments are the route's (scim/routes.py).
 
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
     the request's id (`X-Request-Id`, on every answer); the token endpoint's answers are RFC 6749's JSON
@@ -217,7 +218,7 @@ def http_request(
     resource_id: str,
     route: Route | None,
 ) -> ScimRequest:
-    """The SCIM request of an HTTP request to `route` (scim.http.routes.scim_route of its resource and id).
+    """The SCIM request of an HTTP request to `route` (scim.routes.scim_route of its resource and id).
     A body longer than MAX_BODY_BYTES by its Content-Length is refused (413) before it is read; it is read
     only for a method its route takes one with, and must then be JSON (415). The query is parsed as
     Django's `request.GET` is, last value of a name winning."""

@@ -5,7 +5,7 @@ logging) costs a SCIM request about as much CPU as its database lookup (kept for
 "Code kept for speed", "SCIM without Django's handler"). Here a SCIM request goes
 from the environ to `scim.http.views.scim_answer` and back to the server:
 
-- Routing: `scim.http.routes.scim_path_args`, by the patterns scim/http/urls.py is built from, on the path
+- Routing: `scim.routes.scim_path_args`, by the patterns scim/http/urls.py is built from, on the path
   decoded the way Django decodes it.
 - The host check (ALLOWED_HOSTS, what CommonMiddleware does first): Django's own `get_host()`, run
   once per distinct Host header and remembered.
@@ -36,8 +36,8 @@ from django.core.handlers.wsgi import WSGIRequest, get_path_info
 
 from scim.http.activity import Exchange
 from scim.http.request import content_length
-from scim.http.routes import scim_path_args
 from scim.http.views import scim_answer
+from scim.routes import scim_path_args
 
 # The SCIM_MIDDLEWARE whose work this module does itself (config/settings.py).
 # The request scope (request id, /metrics counts, log lines) is opened by scim.http.views itself.

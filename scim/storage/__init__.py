@@ -3,7 +3,7 @@ built from two write strategies and two databases' reads, and the one place that
 running request (`current`).
 
 - `locked.LockedStore`: every write in an atomic block under the row's lock, through the row writer. With
-  `portable.PortableReads` on SQLite; with `postgres.PostgresReads` on PostgreSQL inside a caller's
+  `sqlite_reads.SqliteReads` on SQLite; with `postgres.PostgresReads` on PostgreSQL inside a caller's
   transaction (the embedding API).
 - `statements.StatementStore`: PostgreSQL outside any transaction (every HTTP request): the hot writes as
   one statement each (their SQL in postgres.py), everything else handed to the locked store it holds.
@@ -20,12 +20,12 @@ from __future__ import annotations
 from django.db import connection
 
 from scim.storage.locked import LockedStore
-from scim.storage.portable import PortableReads
 from scim.storage.postgres import PostgresReads
+from scim.storage.sqlite_reads import SqliteReads
 from scim.storage.statements import StatementStore
 from scim.storage.store import Store
 
-_PORTABLE = LockedStore(PortableReads())
+_SQLITE = LockedStore(SqliteReads())
 _POSTGRES = LockedStore(PostgresReads())
 _STATEMENTS = StatementStore(_POSTGRES)
 
@@ -34,7 +34,7 @@ def current() -> Store:
     """The store for the running request: decided by the database and by whether a caller's transaction
     is open (the single statements are transactions of their own, so they run only outside one)."""
     if connection.vendor != "postgresql":
-        return _PORTABLE
+        return _SQLITE
     return _POSTGRES if connection.in_atomic_block else _STATEMENTS
 
 

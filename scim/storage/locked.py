@@ -4,7 +4,11 @@ the whole database anyway), and PostgreSQL inside a caller's transaction (the em
 deferred foreign keys are checked at the caller's COMMIT. The single statements of
 scim.storage.statements redo a request here when the row changed since they read it.
 
-The reads, which differ by database, come from the `Reads` it is built with (scim.storage.portable or
+A write the deprovision guard decides on (a deprovision, any change of a user with changes held) goes to
+scim.storage.guard under the user's lock, which hands one it lets through back to `user_write` or
+`user_remove`.
+
+The reads, which differ by database, come from the `Reads` it is built with (scim.storage.sqlite_reads or
 scim.storage.postgres). Its own SQL is portable: the membership inserts and deletes below run unchanged
 on both databases.
 """
@@ -14,19 +18,18 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.db import connection, models, transaction
 from django.utils import timezone
 
 from core.rows import RowReader, RowWriter
-from directories.guard.rules import guard_setting
-from directories.guard.selectors import held_deleted_ids, held_view, user_name_taken
-from directories.guard.services import change_hold, deprovision_admit
+from directories.guard.selectors import held_deleted_ids
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
 from directories.rendering import group_data, user_event, user_updated
 from scim.protocol.documents import MemberPlan
-from scim.protocol.errors import invalid_value, not_found, uniqueness
+from scim.protocol.errors import invalid_value, not_found
 from scim.protocol.versions import Precondition, require_version
 from scim.selectors import (
     holds_changes,
@@ -34,8 +37,8 @@ from scim.selectors import (
     scim_group_get,
     scim_group_member_ids,
     scim_user_get,
-    scim_user_shown,
 )
+from scim.storage import guard
 from scim.storage.events import group_updated, member_events
 from scim.storage.store import CHUNK, DocumentDialect, Events, GroupChange, Reads, UserChange
 from webhooks.services import events_record
@@ -138,6 +141,17 @@ def _membership_delete(group: DirectoryGroup, user_ids: list[uuid.UUID]) -> list
     return _member_statements(group, user_ids, delete)
 
 
+def user_write(directory: Directory, before: DirectoryUser, user: DirectoryUser, names: list[str]) -> Events:
+    """Write the columns `names` of `user` (its row locked) and record `user.updated` against `before`."""
+    _users.update(user, names)
+    return events_record(directory=directory, events=[user_updated(directory, user, before)])
+
+
+def user_remove(directory: Directory, user: DirectoryUser) -> Events:
+    """Delete `user` (its row locked) and its memberships, and record `user.deleted`."""
+    return _delete_with_memberships(directory, user, "user", ("user.deleted", user_event(directory, user)))
+
+
 class LockedStore:
     """The locked path (see the module docstring), a `Store`: its reads from `reads`, its writes here."""
 
@@ -175,17 +189,17 @@ class LockedStore:
             if known:
                 user.member_of = known[0].member_of
             if user.held:
-                return _held_user_update(directory, user, change, if_match)
+                return guard.held_update(directory, user, change, if_match)
             require_version(if_match, user.updated_at)
             before = copy.copy(user)
             names = change(user)
             if names is None:
                 return user, []
-            if before.active and not user.active and guard_watches(directory):
-                _user_name_free(directory, before, user)
-                return deprovision_apply(directory, before, user, names)
-            _users.update(user, names)
-            return user, events_record(directory=directory, events=[user_updated(directory, user, before)])
+            if before.active and not user.active and guard.watches(directory):
+                return guard.deactivate(
+                    directory, before, user, write=partial(user_write, directory, before, user, names)
+                )
+            return user, user_write(directory, before, user, names)
 
     def user_delete(
         self,
@@ -200,14 +214,11 @@ class LockedStore:
             if user is None:
                 raise not_found("User")
             if user.held:
-                shown = _held_user_shown(user)
-                require_version(if_match, shown.updated_at)
-                change_hold(directory=directory, user=shown, view=None)
-                return []  # answered as if applied
+                return guard.held_delete(directory, user, if_match)  # answered as if applied
             require_version(if_match, user.updated_at)
-            if user.active and guard_watches(directory):
-                return deprovision_delete_apply(directory, user)
-            return _delete_with_memberships(directory, user, "user", ("user.deleted", user_event(directory, user)))
+            if user.active and guard.watches(directory):
+                return guard.delete(directory, user, write=partial(user_remove, directory, user))
+            return user_remove(directory, user)
 
     # groups
 
@@ -252,67 +263,6 @@ class LockedStore:
                 raise not_found("Group")
             require_version(if_match, group.updated_at)
             return _delete_with_memberships(directory, group, "group", ("group.deleted", group_data(group)))
-
-
-# --- the deprovision guard (contract §4.2) --------------------------------------------------------------
-
-
-def deprovision_apply(
-    directory: Directory, before: DirectoryUser, user: DirectoryUser, names: list[str]
-) -> tuple[DirectoryUser, Events]:
-    """A deactivation of `before` into `user` (the user's row locked, in a transaction): the guard counts it
-    and it is written with its event, or the guard holds it and it is answered as if applied."""
-    held = deprovision_admit(directory=directory, user=before, view=user)
-    if held is not None:
-        return held_view(user=before, change=held), []
-    _users.update(user, names)
-    return user, events_record(directory=directory, events=[user_updated(directory, user, before)])
-
-
-def deprovision_delete_apply(directory: Directory, user: DirectoryUser) -> Events:
-    """A delete of the active `user` (its row locked, in a transaction): counted and applied with its event,
-    or held (nothing written, answered as if applied)."""
-    if deprovision_admit(directory=directory, user=user, view=None) is not None:
-        return []
-    return _delete_with_memberships(directory, user, "user", ("user.deleted", user_event(directory, user)))
-
-
-def guard_watches(directory: Directory) -> bool:
-    """Whether a deprovision in this directory goes to the guard (its setting as read with the
-    authentication; the guard reads it again under the directory's lock)."""
-    return bool(guard_setting(directory.deprovision_guard)["enabled"])
-
-
-def _held_user_shown(user: DirectoryUser) -> DirectoryUser:
-    """The identity provider's view of a user with changes held (its row locked): 404 when that is a delete."""
-    shown = scim_user_shown(user)
-    if shown is None:
-        raise not_found("User")
-    return shown
-
-
-def _held_user_update(
-    directory: Directory, user: DirectoryUser, change: UserChange, if_match: Precondition | None
-) -> tuple[DirectoryUser, Events]:
-    """A change of a user with changes held: applied to the identity provider's view of it, and held
-    behind them when it changes that view (in order; it becomes the view). Answered as if applied."""
-    shown = _held_user_shown(user)
-    require_version(if_match, shown.updated_at)
-    before = copy.copy(shown)
-    if change(shown) is None:
-        return before, []
-    _user_name_free(directory, before, shown)
-    held = change_hold(directory=directory, user=before, view=shown)
-    return held_view(user=user, change=held), []
-
-
-def _user_name_free(directory: Directory, before: DirectoryUser, after: DirectoryUser) -> None:
-    """A held change that renames a user: 409 when another user has that userName (as the application or
-    the identity provider sees it). The database's constraint checks the rest when the change is applied."""
-    if after.user_name_key != before.user_name_key and user_name_taken(
-        directory=directory, key=after.user_name_key, user_id=before.id
-    ):
-        raise uniqueness("A user with this userName")
 
 
 def _members_apply(*, directory: Directory, group: DirectoryGroup, plan: MemberPlan) -> list[EventSpec]:

@@ -68,7 +68,9 @@ user_docs_groups = RowReader(DirectoryUser, fields=user_docs.fields, extras=(MEM
 
 
 @functools.cache
-def _q(name: str) -> str:
+def q(name: str) -> str:
+    """A quoted table or column name, for the PostgreSQL-only SQL of the SCIM store (here and the guard's,
+    scim.storage.guard)."""
     # Kept per process: this SQL runs on PostgreSQL only, whose quoting of a name never changes, and a
     # write builds its statement from a dozen of them.
     return connection.ops.quote_name(name)
@@ -87,7 +89,7 @@ def _run_unless_lost(sql: str, params: list[Any]) -> list[tuple[Any, ...]] | Non
         raise
 
 
-def _with_events(
+def with_events(
     change: str,
     params: list[Any],
     prepared: PreparedEvents,
@@ -113,7 +115,7 @@ def user_insert_statement(*, directory: Directory, user: DirectoryUser) -> Event
     prepared = events_prepare(directory=directory, events=[("user.created", user_event(directory, user))])
     # The events depend on the INSERT's row, so the counter is taken only once the row is in (its unique
     # key checked): a writer never holds the counter while it waits for another's row.
-    sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
+    sql, params = with_events(f"{insert} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
     rows = statement_run(sql, params)
     return events_written(prepared, rows[0][-1])
 
@@ -123,7 +125,7 @@ def group_insert_statement(*, directory: Directory, group: DirectoryGroup) -> Ev
     a user. A duplicate displayName raises IntegrityError."""
     insert, params = _groups.insert_sql(group)  # sets created_at / updated_at on `group` first
     prepared = events_prepare(directory=directory, events=[("group.created", group_data(group))])
-    sql, params = _with_events(f"{insert} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
+    sql, params = with_events(f"{insert} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
     rows = statement_run(sql, params)
     return events_written(prepared, rows[0][-1])
 
@@ -135,11 +137,11 @@ def user_update_statement(
     row still has the `updated_at` it was read with (`read_at`) and no change held. None when it has not. `before`: the
     user as read, before the change (its `previous_attributes`)."""
     # Unless changes were held for the user since it was read (scim.storage.locked then holds this one too).
-    where = f"{_q('updated_at')} = %s AND NOT {_q('held')}"
+    where = f"{q('updated_at')} = %s AND NOT {q('held')}"
     update, params = _users.update_sql(user, names, where=where)  # bumps updated_at
     params.append(read_at)
     prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
-    sql, params = _with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
+    sql, params = with_events(f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)")
     rows = _run_unless_lost(sql, params)
     if not rows:  # lost a race, or the row changed since it was read
         return None
@@ -150,96 +152,19 @@ def user_delete_statement(*, directory: Directory, user: DirectoryUser) -> Event
     """DELETE the user and its memberships and record `user.deleted`, if the user is unchanged since it
     was read and has no change held. None when it changed or is gone, when changes were held for it, or
     when a membership of it was added meanwhile."""
-    users, members = _q(DirectoryUser._meta.db_table), _q(GroupMembership._meta.db_table)
+    users, members = q(DirectoryUser._meta.db_table), q(GroupMembership._meta.db_table)
     change = (
-        f"DELETE FROM {users} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
-        f"AND {_q('updated_at')} = %s AND NOT {_q('held')} RETURNING {_q('id')}"
+        f"DELETE FROM {users} WHERE {q('id')} = %s AND {q('directory_id')} = %s "
+        f"AND {q('updated_at')} = %s AND NOT {q('held')} RETURNING {q('id')}"
     )
     params: list[Any] = [user.id, directory.id, user.updated_at]
     # The memberships go in the same statement; one committed after this statement's snapshot would
     # survive it and fail the foreign key at commit, hence the IntegrityError below.
-    memberships = f", m AS (DELETE FROM {members} WHERE {_q('user_id')} IN (SELECT {_q('id')} FROM a))"
+    memberships = f", m AS (DELETE FROM {members} WHERE {q('user_id')} IN (SELECT {q('id')} FROM a))"
     prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
-    sql, params = _with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
+    sql, params = with_events(change, params, prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships)
     deleted = _run_unless_lost(sql, params)
     return events_written(prepared, deleted[0][-1]) if deleted else None
-
-
-# --- deprovisions the deprovision guard counts (contract §4.2) --------------------------------------------
-# Inside a transaction of scim.storage.statements: the two locks in one statement, then the guard's record
-# of the deprovision, the write and its event in another, where the locked path takes six (kept for speed:
-# bench/README.md, 'Code kept for speed', "Deprovisions in two statements").
-
-
-def deprovision_locks(*, directory: Directory, user: DirectoryUser, delete: bool) -> tuple[Any, ...] | None:
-    """Lock the user's row (FOR UPDATE for a delete, else FOR NO KEY UPDATE, as scim.selectors does), then
-    the directory's (FOR NO KEY UPDATE, as the guard does): one statement, in the order every deprovision
-    takes them (directories.guard.services). The user's (updated_at, held) and the directory's
-    (deprovision_guard, guard_tripped_at, guard_armed_at) as they are once locked; None when the user is
-    gone. The directory is locked only after the user: the lateral subquery depends on the user's row."""
-    users, directories = _q(DirectoryUser._meta.db_table), _q(Directory._meta.db_table)
-    lock = "UPDATE" if delete else "NO KEY UPDATE"
-    sql = (
-        f"SELECT u.{_q('updated_at')}, u.{_q('held')}, CAST(d.{_q('deprovision_guard')} AS text), "
-        f"d.{_q('guard_tripped_at')}, d.{_q('guard_armed_at')} "
-        f"FROM (SELECT {_q('id')}, {_q('updated_at')}, {_q('held')} FROM {users} "
-        f"WHERE {_q('id')} = %s AND {_q('directory_id')} = %s FOR {lock}) u "
-        f"CROSS JOIN LATERAL (SELECT {_q('deprovision_guard')}, {_q('guard_tripped_at')}, {_q('guard_armed_at')} "
-        f"FROM {directories} WHERE {_q('id')} = %s AND u.{_q('id')} IS NOT NULL FOR NO KEY UPDATE) d"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [user.id, directory.id, directory.id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    updated_at, held, setting, tripped_at, armed_at = row
-    return updated_at, held, orjson.loads(setting) if setting else None, tripped_at, armed_at
-
-
-def deprovision_update_statement(
-    *,
-    directory: Directory,
-    user: DirectoryUser,
-    names: list[str],
-    before: DirectoryUser,
-    counting: tuple[str, list[Any]],
-) -> Events | None:
-    """Under deprovision_locks: the guard's record of the deprovision (`counting`), then, only if it recorded
-    one, the UPDATE of the columns `names` and `user.updated`. None when it recorded nothing (the window
-    holds `max_users` already: the guard decides, on the locked path's code)."""
-    update, params = _users.update_sql(user, names, where="EXISTS (SELECT 1 FROM r)")  # bumps updated_at
-    prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
-    sql, params = _with_events(
-        f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)", first=counting
-    )
-    rows = _in_transaction(sql, params)
-    return events_written(prepared, rows[0][-1]) if rows else None
-
-
-def deprovision_delete_statement(
-    *, directory: Directory, user: DirectoryUser, counting: tuple[str, list[Any]]
-) -> Events | None:
-    """Under deprovision_locks (FOR UPDATE: no membership of the user can be added meanwhile): the guard's
-    record of the deprovision, then, only if it recorded one, the DELETE of the user and its memberships
-    and `user.deleted`. None when it recorded nothing, as deprovision_update_statement."""
-    users, members = _q(DirectoryUser._meta.db_table), _q(GroupMembership._meta.db_table)
-    change = (
-        f"DELETE FROM {users} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
-        f"AND EXISTS (SELECT 1 FROM r) RETURNING {_q('id')}"
-    )
-    memberships = f", m AS (DELETE FROM {members} WHERE {_q('user_id')} IN (SELECT {_q('id')} FROM a))"
-    prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
-    sql, params = _with_events(
-        change, [user.id, directory.id], prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships, first=counting
-    )
-    rows = _in_transaction(sql, params)
-    return events_written(prepared, rows[0][-1]) if rows else None
-
-
-def _in_transaction(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def members_add_statement(
@@ -253,7 +178,7 @@ def members_add_statement(
     are still those the events carry. None when they are not, or when the group or a user was deleted
     meanwhile (the foreign keys fail).
     """
-    groups, members = _q(DirectoryGroup._meta.db_table), _q(GroupMembership._meta.db_table)
+    groups, members = q(DirectoryGroup._meta.db_table), q(GroupMembership._meta.db_table)
     raw_field = DirectoryGroup._meta.get_field("raw")
     now = timezone.now()
     prepared = events_prepare(directory=directory, events=members_adding(directory, group, users, user_ids))
@@ -268,26 +193,26 @@ def members_add_statement(
         *sorted(user_ids),  # one insert order everywhere: no lock cycles between member writers
         now,
     ]
-    users_table = _q(DirectoryUser._meta.db_table)
+    users_table = q(DirectoryUser._meta.db_table)
     sql = (
-        f"WITH g AS (SELECT {_q('id')} FROM {groups} WHERE {_q('id')} = %s AND {_q('directory_id')} = %s "
-        f"AND {_q('display_name')} = %s AND {_q('raw')} = %s FOR UPDATE), "
+        f"WITH g AS (SELECT {q('id')} FROM {groups} WHERE {q('id')} = %s AND {q('directory_id')} = %s "
+        f"AND {q('display_name')} = %s AND {q('raw')} = %s FOR UPDATE), "
         # The users' key-share locks, taken here rather than by the foreign key check at commit: after
         # the directory's sequence counter (taken last, below), a wait for a user that a concurrent
         # delete holds would close a lock cycle with that delete.
-        f"ul AS (SELECT {_q('id')} FROM {users_table} WHERE {_q('id')} IN ({marks}) ORDER BY {_q('id')} "
+        f"ul AS (SELECT {q('id')} FROM {users_table} WHERE {q('id')} IN ({marks}) ORDER BY {q('id')} "
         "FOR KEY SHARE), "
-        f"a AS (INSERT INTO {members} ({_q('group_id')}, {_q('user_id')}, {_q('created_at')}) "
-        f"SELECT g.{_q('id')}, v.u, CAST(%s AS timestamptz) FROM g, (VALUES {marks}) AS v(u) "
-        f"LEFT JOIN ul ON ul.{_q('id')} = v.u ORDER BY v.u "
-        f"ON CONFLICT ({_q('group_id')}, {_q('user_id')}) DO NOTHING RETURNING {_q('user_id')}), "
-        f"t AS (UPDATE {groups} SET {_q('updated_at')} = %s FROM g WHERE {groups}.{_q('id')} = g.{_q('id')} "
+        f"a AS (INSERT INTO {members} ({q('group_id')}, {q('user_id')}, {q('created_at')}) "
+        f"SELECT g.{q('id')}, v.u, CAST(%s AS timestamptz) FROM g, (VALUES {marks}) AS v(u) "
+        f"LEFT JOIN ul ON ul.{q('id')} = v.u ORDER BY v.u "
+        f"ON CONFLICT ({q('group_id')}, {q('user_id')}) DO NOTHING RETURNING {q('user_id')}), "
+        f"t AS (UPDATE {groups} SET {q('updated_at')} = %s FROM g WHERE {groups}.{q('id')} = g.{q('id')} "
         "AND EXISTS (SELECT 1 FROM a))"
     )
     events_sql, events_params = prepared.insert_sql(
-        keys=list(user_ids), when=f"{{key}} IN (SELECT {_q('user_id')} FROM a)"
+        keys=list(user_ids), when=f"{{key}} IN (SELECT {q('user_id')} FROM a)"
     )
-    sql += f", {events_sql} SELECT g.{_q('id')}, a.{_q('user_id')}, (SELECT last FROM q) FROM g LEFT JOIN a ON TRUE"
+    sql += f", {events_sql} SELECT g.{q('id')}, a.{q('user_id')}, (SELECT last FROM q) FROM g LEFT JOIN a ON TRUE"
     params += events_params
     rows = _run_unless_lost(sql, params)
     if not rows:

@@ -7,35 +7,26 @@ create with members, group replaces and renames, member removals, deletes of gro
 with changes held, and a deprovision the guard must decide on (contract §4.2: off or tripped, or a rename
 with it); and a request whose statement found the row changed since it was read, or changes held for it
 meanwhile (the statements change a user only while its `held` is false). A deprovision the guard counts
-is a transaction of two statements (`_deprovision`). Kept for speed: bench/README.md, 'Code kept for
-speed', "Single-statement writes" and "Deprovisions in two statements".
+is a transaction of two statements (scim.storage.guard, `counted`). Kept for speed: bench/README.md, 'Code
+kept for speed', "Single-statement writes" and "Deprovisions in two statements".
 """
 
 from __future__ import annotations
 
 import copy
 import uuid
+from functools import partial
 from typing import Any
-
-from django.db import transaction
 
 # Imported as a module, so that a test can slip another write in before a statement (tests/scim).
 import scim.storage.postgres as postgres
-from directories.guard import rules
-from directories.guard.rules import guard_setting
-from directories.guard.services import counting_sql
 from directories.models import Directory, DirectoryGroup, DirectoryUser
 from scim.protocol.documents import MemberPlan
 from scim.protocol.errors import not_found
 from scim.protocol.versions import Precondition
 from scim.selectors import scim_group_with_users, scim_user_get
-from scim.storage.locked import (
-    LockedStore,
-    deprovision_apply,
-    deprovision_delete_apply,
-    guard_watches,
-    require_users,
-)
+from scim.storage import guard
+from scim.storage.locked import LockedStore, require_users, user_remove, user_write
 from scim.storage.store import DocumentDialect, Events, GroupChange, UserChange
 
 
@@ -82,10 +73,11 @@ class StatementStore:
         names = change(user)
         if names is None:
             return user, []
-        if before.active and not user.active and guard_watches(directory):
+        if before.active and not user.active and guard.watches(directory):
             # A deprovision: the guard counts it under the directory's lock, or holds it (contract §4.2).
             if user.user_name_key == before.user_name_key:  # (a rename with it: the locked path checks it)
-                done = _deprovision(directory, before, read_at=read_at, user=user, names=names)
+                write = partial(user_write, directory, before, user, names)
+                done = guard.counted(directory, before, read_at=read_at, user=user, names=names, write=write)
                 if done is not None:
                     return done
             # What was computed here is reused when the locked row is the one read; its groups come along.
@@ -109,11 +101,12 @@ class StatementStore:
         if if_match is not None:
             return self.locked.user_delete(directory=directory, user_id=user_id, if_match=if_match)
         user = _user_unlocked(directory=directory, user_id=user_id, known=known)
-        if user.held or (user.active and guard_watches(directory)):
+        if user.held or (user.active and guard.watches(directory)):
             # A deprovision, or a user with changes held (contract §4.2): two statements when the guard only
             # counts it, else the locked path, with the guard. The usual clean-up, deleting a user
             # deactivated before, stays one statement.
-            done = None if user.held else _deprovision(directory, user, read_at=user.updated_at)
+            remove = partial(user_remove, directory, user)
+            done = None if user.held else guard.counted(directory, user, read_at=user.updated_at, write=remove)
             if done is not None:
                 return done[1]
             return self.locked.user_delete(directory=directory, user_id=user_id)
@@ -152,43 +145,6 @@ class StatementStore:
             if events is not None:
                 return group, events
         return self.locked.members_add(directory=directory, group_id=group_id, user_ids=user_ids, change=change)
-
-
-def _deprovision(
-    directory: Directory,
-    before: DirectoryUser,
-    *,
-    read_at: Any,
-    user: DirectoryUser | None = None,
-    names: list[str] | None = None,
-) -> tuple[DirectoryUser, Events] | None:
-    """A deprovision in two statements in one transaction, while the guard is on and armed: the user's and
-    the directory's locks (postgres.deprovision_locks), then the guard's record with the write and its
-    event (a delete when `user` is None, else the update of `before` into `user`). When the window is full
-    the guard decides under the same locks (the locked path's code). None, with nothing written, when the
-    user changed since it was read, has changes held, is gone, or the guard is off or tripped: the caller
-    goes the locked path."""
-    with transaction.atomic():
-        locked = postgres.deprovision_locks(directory=directory, user=before, delete=user is None)
-        if locked is None:
-            return None
-        updated_at, held, stored, tripped_at, armed_at = locked
-        setting = guard_setting(stored)
-        if updated_at != read_at or held or not setting["enabled"] or tripped_at is not None:
-            return None
-        counting = counting_sql(setting, directory_id=directory.id, armed_at=armed_at, now=rules.now())
-        if user is None:
-            events = postgres.deprovision_delete_statement(directory=directory, user=before, counting=counting)
-            if events is None:
-                events = deprovision_delete_apply(directory, before)
-            return before, events
-        assert names is not None
-        events = postgres.deprovision_update_statement(
-            directory=directory, user=user, names=names, before=before, counting=counting
-        )
-        if events is not None:
-            return user, events
-        return deprovision_apply(directory, before, user, names)
 
 
 def _computed(change: UserChange, *, read_at: Any, computed: DirectoryUser, names: list[str]) -> UserChange:

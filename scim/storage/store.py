@@ -37,7 +37,10 @@ class DocumentDialect(Documents, SortDocuments, Protocol):
 class Reads(Protocol):
     """What differs by database in the store's reads."""
 
-    documents: DocumentDialect  # the SQL of filters and sorts on the comparison document
+    @property
+    def documents(self) -> DocumentDialect:
+        """The SQL of filters and sorts on the comparison document (read-only: each database's own type)."""
+        ...
 
     def directory_with(self, *, directory_id: Any, read: FirstRead) -> Directory | None:
         """The directory (None if unknown), with `read` filled in where the database reads both at once."""

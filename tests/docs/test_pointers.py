@@ -125,7 +125,7 @@ def _docstring_names() -> list[tuple[str, str]]:
         if not name.endswith(".py") or name.split("/", 1)[0] not in _roster_packages() or "/migrations/" in name:
             continue
         for doc in _docstrings(ROOT / name):
-            # A name followed by "/" or a file extension is a path (`scim/http/routes.py`), not a module.
+            # A name followed by "/" or a file extension is a path (`scim/routes.py`), not a module.
             for match in pattern.finditer(doc):
                 tail = doc[match.end() : match.end() + 1]
                 dotted = match.group(1) + match.group(2)

@@ -16,7 +16,7 @@ from tests.core.test_metrics import samples
 from tests.scim.conftest import Scim, user_body
 from tests.webhooks.conftest import Receiver, make_hooked_directory
 from webhooks.models import EventState, WebhookEvent
-from webhooks.services import SWEEP, draining, heartbeat_record
+from webhooks.services import SWEEP, drain_pool, heartbeat_record
 
 TOKEN = "metrics-token-0123456789abcdef"
 
@@ -103,7 +103,7 @@ def test_events_deliveries_and_lag_are_counted(token: str, receiver: Receiver, p
     before = scrape()
     assert Scim(directory).post("/Users", user_body("bo@example.com"))[0] == 201
     assert Scim(failing).post("/Users", user_body("cy@example.com"))[0] == 201
-    assert draining.drain(timeout=20)
+    assert drain_pool.drain(timeout=20)
     after = scrape()
     recorded = ("roster_webhook_events_recorded_total", {"event_type": "user.created"})
     assert value(after, recorded[0], **recorded[1]) == value(before, recorded[0], **recorded[1]) + 2

@@ -23,7 +23,7 @@ from adminauth.models import AdminUser
 from audit.models import AuditEntry
 from directories.models import Directory
 from tests.actors import TEST_ACTOR
-from webhooks.services import draining
+from webhooks.services import drain_pool
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -166,7 +166,7 @@ def test_admin_day_one_in_a_real_browser(browser, portal_env) -> None:  # noqa: 
     shot(page, "05-user-detail")
 
     # Its user.created webhook went to a receiver answering 500: a failed delivery, highlighted.
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     page.click("nav.tabs >> text=Webhook deliveries")
     failed = page.locator("li.delivery-failed")
     deadline = time.monotonic() + 10

@@ -186,7 +186,7 @@ def handler_failing(
 ) -> None:
     """Make the handler the route table names for `method` on `resource_type` (and `resource_id`) raise
     `error` once the request is authenticated, as a defect or an outage below the processor would."""
-    from scim.http.routes import scim_route
+    from scim.routes import scim_route
 
     route = scim_route(resource_type, resource_id)
     assert route is not None and method in route.methods

@@ -1,4 +1,4 @@
-"""scim.http.request.ScimRequest: the one request type of both HTTP entries and the embedding API."""
+"""scim.request.ScimRequest: the one request type of both HTTP entries and the embedding API."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from directories.models import Directory
-from scim.http.request import ScimRequest
-from scim.http.routes import scim_route
+from scim.request import ScimRequest
+from scim.routes import scim_route
 from tests.scim.conftest import Scim, user_body, wsgi_run
 
 

@@ -1,4 +1,4 @@
-"""scim.http.routes: the one route table. What exists (404), which methods (405 and `Allow`), whether the
+"""scim.routes: the one route table. What exists (404), which methods (405 and `Allow`), whether the
 body is read, and which handler answers all come from one lookup per request."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from directories.models import Directory, DirectoryUser
 from scim.api import scim_request
-from scim.http.routes import COLLECTION, ID, ROUTES, SEARCH, scim_route
+from scim.routes import COLLECTION, ID, ROUTES, SEARCH, scim_route
 from tests.scim.conftest import Scim, assert_scim_error, user_body
 
 pytestmark = pytest.mark.django_db

@@ -299,7 +299,7 @@ def test_scim_wsgi_and_django_give_the_same_funnel_answers(
     assert (headers.get("Retry-After") == "5") is (status == 503)
 
 
-# --- one route table: scim.http.urls and scim.http.wsgi both route by scim.http.routes ------------------------------
+# --- one route table: scim.http.urls and scim.http.wsgi both route by scim.routes ------------------------------
 
 # Paths after the prefix, as Django's get_path_info() gives them (decoded): a trailing slash, doubled
 # slashes, a percent-encoded slash (a literal "%2F" once the server has decoded "%252F"), `.search`,
@@ -350,16 +350,16 @@ def _django_route(path: str) -> dict[str, str] | None:
 
 
 def test_django_urlpatterns_are_built_from_the_route_table() -> None:
-    from scim.http.routes import PATTERNS
     from scim.http.urls import urlpatterns
     from scim.http.views import scim_view
+    from scim.routes import PATTERNS
 
     assert [p.pattern.regex.pattern for p in urlpatterns] == [f"^{pattern}$" for pattern in PATTERNS]
     assert all(p.callback is scim_view for p in urlpatterns)
 
 
 def test_django_and_the_wsgi_matcher_route_tricky_paths_alike(directory_a: Directory) -> None:
-    from scim.http.routes import PREFIX, scim_path_args
+    from scim.routes import PREFIX, scim_path_args
 
     routed = 0
     for rest in TRICKY_PATHS:
@@ -373,7 +373,7 @@ def test_django_and_the_wsgi_matcher_route_tricky_paths_alike(directory_a: Direc
 
 
 def test_tricky_paths_get_the_same_answer_through_both_entries(directory_a: Directory, fast: Any) -> None:
-    from scim.http.routes import PREFIX, scim_path_args
+    from scim.routes import PREFIX, scim_path_args
 
     auth = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
     unrouted = 0

@@ -270,20 +270,20 @@ def single_drain_thread_on_sqlite() -> Iterator[None]:
 
     from django.db import connection
 
-    from webhooks.services import draining
+    from webhooks.services import drain_pool
 
     if connection.vendor != "sqlite":
         yield
         return
-    assert draining.drain(timeout=15)
-    previous = draining._executor
-    draining._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="roster-webhook-test")
+    assert drain_pool.drain(timeout=15)
+    previous = drain_pool._executor
+    drain_pool._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="roster-webhook-test")
     try:
         yield
     finally:
-        draining.drain(timeout=15)
-        draining._executor.shutdown(wait=True)
-        draining._executor = previous
+        drain_pool.drain(timeout=15)
+        drain_pool._executor.shutdown(wait=True)
+        drain_pool._executor = previous
 
 
 @contextlib.contextmanager

@@ -113,7 +113,7 @@ def test_a_wake_up_or_none_is_read_from_blpop(fake_redis: FakeRedis) -> None:
     assert flags.wait_for_wake("d", "directory", 0.1) is False
     fake_redis.replies[b"BLPOP"] = b"*2\r\n$1\r\nk\r\n$1\r\n1\r\n"
     assert flags.wait_for_wake("d", "directory", 0.1) is True
-    assert fake_redis.commands[0] == [b"BLPOP", flags.names("d", "directory")[1].encode(), b"0.100"]
+    assert fake_redis.commands[0] == [b"BLPOP", flags.names("d", "directory")[1].encode(), b"0.1"]
     assert fake_redis.connections == 1  # the wait's connection goes back to the pool
 
 

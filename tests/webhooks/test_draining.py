@@ -29,7 +29,7 @@ from tests.webhooks.conftest import (
 )
 from webhooks.drainflag import DrainFlag
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
-from webhooks.services import draining, events_sweep
+from webhooks.services import drain_pool, drain_task, draining, drains, events_sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,7 +49,7 @@ def _settled(response: Any) -> Any:
     """Let the in-process deliveries of this request finish before the next request. The SQLite test
     database is shared-cache in-memory, where two connections writing at once fail with "table is
     locked" instead of waiting (a file database in WAL mode, as `scripts/run.sh` uses, waits)."""
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     return response
 
 
@@ -73,7 +73,7 @@ def one_pool_thread_on_sqlite() -> Iterator[None]:
 def published(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """Drain requests recorded instead of published: these tests run the drain themselves, here."""
     calls: list[tuple[str, str]] = []
-    monkeypatch.setattr(draining, "_publish", lambda key: calls.append(key) or True)
+    monkeypatch.setattr(draining, "publish", lambda key: calls.append(key) or True)
     return calls
 
 
@@ -118,7 +118,7 @@ def test_scim_changes_are_delivered_in_process_after_commit_signed_in_order(
     group_id = group.json()["id"]
     assert _settled(scim.delete(f"/api/scim/v2.0/{directory.id}/Groups/{group_id}")).status_code == 204
     assert scim.delete(f"/api/scim/v2.0/{directory.id}/Users/{user_id}").status_code == 204
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
 
     got = receiver.wait_for(6)
     events = [r.json["event"] for r in got]
@@ -140,7 +140,7 @@ def test_slow_receiver_does_not_hold_the_scim_request_in_process(receiver: Recei
     started = time.monotonic()
     assert _post(_scim(directory), directory, "Users", _user("slow@example.com")).status_code == 201
     assert time.monotonic() - started < 1.0
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     assert len(receiver.wait_for(1)) == 1
     assert WebhookDelivery.objects.get(directory=directory).delivered is True
 
@@ -164,7 +164,7 @@ def test_celery_worker_delivers_a_signed_event_end_to_end(
     assert request.json["data"]["id"] == response.json()["id"]
     assert delivered_tasks.wait_for(1)
     assert WebhookDelivery.objects.filter(directory=directory, delivered=True).count() == 1
-    assert not draining._in_flight  # it went through the broker, not the in-process pool
+    assert not drain_pool._in_flight  # it went through the broker, not the in-process pool
 
 
 @pytest.mark.broker
@@ -336,7 +336,7 @@ def test_kicks_while_a_drain_is_queued_publish_once_and_an_event_committed_as_it
     key = (str(directory.id), "directory")
     first = [event_record(directory=directory, event_type="user.created", data={"id": str(i)}) for i in range(3)]
     assert published == [key]  # three commits, three kicks, one drain asked for
-    flags = draining._drain_flag()
+    flags = draining.drain_flag()
     assert flags is not None
     drain_key, wake_list = flags.names(*key)
     redis_client = redis.Redis.from_url(broker_url)
@@ -352,7 +352,7 @@ def test_kicks_while_a_drain_is_queued_publish_once_and_an_event_committed_as_it
         return real_wait(directory_id, target, timeout)
 
     monkeypatch.setattr(flags, "wait_for_wake", wait_then_race)
-    totals = draining.drain_run(*key)
+    totals = drain_task.drain_run(*key)
     assert totals["delivered"] == 4
     got = receiver.wait_for(5, timeout=0.5)
     assert [r.json["id"] for r in got] == [p["id"] for p in [*first, *late]]  # all, once each, in order
@@ -370,8 +370,8 @@ def test_a_steady_stream_to_one_directory_costs_far_fewer_publishes_than_events(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     published: list[Any] = []
-    real_publish = draining._publish
-    monkeypatch.setattr(draining, "_publish", lambda k: published.append(k) or real_publish(k))
+    real_publish = draining.publish
+    monkeypatch.setattr(draining, "publish", lambda k: published.append(k) or real_publish(k))
     directory = make_hooked_directory(receiver)
     scim = _scim(directory)
     for i in range(10):
@@ -393,16 +393,16 @@ def test_a_kick_while_the_directorys_drain_runs_sets_its_dirty_flag_and_that_dra
     receiver.slow_seconds = 0.5
     directory = make_hooked_directory(receiver, path="/slow")
     submitted: list[Any] = []
-    real_submit = draining._submit
-    monkeypatch.setattr(draining, "_submit", lambda k: submitted.append(k) or real_submit(k))
+    real_submit = drain_pool._submit
+    monkeypatch.setattr(drain_pool, "_submit", lambda k: submitted.append(k) or real_submit(k))
     first = event_record(directory=directory, event_type="user.created", data={"id": "1"})
     assert len(receiver.wait_for(1)) == 1  # the drain is inside the first (slow) attempt
     second = event_record(directory=directory, event_type="user.updated", data={"id": "1"})
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     assert submitted == [(str(directory.id), "directory")]  # the second kick started no second drain
     got = receiver.wait_for(3, timeout=0.5)
     assert [r.json["id"] for r in got] == [first["id"], second["id"]]
-    assert not draining._dirty
+    assert not drain_pool._dirty
 
 
 def test_an_in_process_drain_hands_its_directory_over_when_its_budget_is_spent(
@@ -414,21 +414,21 @@ def test_an_in_process_drain_hands_its_directory_over_when_its_budget_is_spent(
 
     from webhooks.services import delivery, events_record
 
-    monkeypatch.setattr(draining, "DRAIN_BUDGET", 0.0)
+    monkeypatch.setattr(drains, "DRAIN_BUDGET", 0.0)
     monkeypatch.setattr(delivery, "BATCH_SIZE", 2)
     directory = make_hooked_directory(receiver)
     submitted: list[Any] = []
-    real_submit = draining._submit
-    monkeypatch.setattr(draining, "_submit", lambda k: submitted.append(k) or real_submit(k))
+    real_submit = drain_pool._submit
+    monkeypatch.setattr(drain_pool, "_submit", lambda k: submitted.append(k) or real_submit(k))
     with transaction.atomic():
         payloads = events_record(directory=directory, events=[("user.created", {"id": str(i)}) for i in range(5)])
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     got = receiver.wait_for(6, timeout=0.5)
     assert [r.json["id"] for r in got] == [p["id"] for p in payloads]  # in order across the jobs
     # The transaction's one kick, then a hand-over after every attempt: with no budget left, each job
     # makes its first claim (one event, its latency not known yet), sends it and hands over.
     assert len(submitted) == 6
-    assert not draining._dirty
+    assert not drain_pool._dirty
 
 
 def test_a_slow_receivers_events_are_claimed_a_few_at_a_time(
@@ -443,7 +443,7 @@ def test_a_slow_receivers_events_are_claimed_a_few_at_a_time(
     from webhooks.services import delivery, events_record
 
     receiver.slow_seconds = 0.2
-    monkeypatch.setattr(draining, "BATCH_WINDOW", 0.3)
+    monkeypatch.setattr(drains, "BATCH_WINDOW", 0.3)
     monkeypatch.setattr(delivery, "BATCH_SIZE", 2)
     limits: list[int] = []
     real_batch = delivery.events_batch_deliver
@@ -451,7 +451,7 @@ def test_a_slow_receivers_events_are_claimed_a_few_at_a_time(
     directory = make_hooked_directory(receiver, path="/slow")
     with transaction.atomic():
         payloads = events_record(directory=directory, events=[("user.created", {"id": str(i)}) for i in range(4)])
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     # One until the latency is known; then, at ~0.2 s an event, one fits in 0.3 s; the last claim finds
     # nothing left.
     assert limits == [1, 1, 1, 1, 1]
@@ -478,16 +478,16 @@ def test_a_drain_whose_worker_is_stopping_puts_its_batch_back_and_hands_the_dire
         asked.append(1)
         return len(asked) > 1
 
-    draining.drain_run(*key, should_stop=stopping_after_the_first_attempt)
+    drain_task.drain_run(*key, should_stop=stopping_after_the_first_attempt)
     assert [r.json["id"] for r in receiver.wait_for(2, timeout=0.5)] == [payloads[0]["id"]]
     assert list(WebhookEvent.objects.order_by("sequence").values_list("state", flat=True)) == [
         EventState.DELIVERED,
         *[EventState.PENDING] * 2,
     ]
     assert published == [key, key]  # handed over to a new task, which owns the flag now
-    flag, _wake = draining._drain_flag().names(*key)
+    flag, _wake = draining.drain_flag().names(*key)
     assert redis.Redis.from_url(broker_url).exists(flag)
-    draining.drain_run(*key)  # that task
+    drain_task.drain_run(*key)  # that task
     got = receiver.wait_for(4, timeout=0.5)
     assert [r.json["id"] for r in got] == [p["id"] for p in payloads]
     assert not redis.Redis.from_url(broker_url).exists(flag)
@@ -509,14 +509,14 @@ def test_the_sweep_leaves_a_directory_whose_flag_is_held_and_starts_a_drain_once
     key = (str(directory.id), "directory")
     monkeypatch.setattr(draining, "kick", lambda *args: None)  # recorded while the broker was unreachable
     event_record(directory=directory, event_type="user.created", data={"id": "1"})
-    flag, _wake = draining._drain_flag().names(*key)
+    flag, _wake = draining.drain_flag().names(*key)
     redis.Redis.from_url(broker_url).set(flag, 1, px=300)  # the flag of a drain that is gone
     assert events_sweep(pending_age=timedelta(0)).enqueued == 1  # handed to the flag's owner...
     assert published == []  # ... so nothing published
     time.sleep(0.4)
     assert events_sweep(pending_age=timedelta(0)).enqueued == 1
     assert published == [key]
-    draining.drain_run(*key)
+    drain_task.drain_run(*key)
     assert len(receiver.wait_for(1)) == 1
 
 
@@ -532,8 +532,8 @@ def test_with_a_non_redis_broker_every_kick_publishes_and_each_drain_takes_what_
     key = (str(directory.id), "directory")
     payloads = [event_record(directory=directory, event_type="user.created", data={"id": str(i)}) for i in range(3)]
     assert published == [key] * 3  # no flag to coalesce on
-    assert draining.drain_run(*key)["delivered"] == 3  # the first task sends all three, in order
-    assert draining.drain_run(*key)["claimed"] == 0  # the others find nothing
+    assert drain_task.drain_run(*key)["delivered"] == 3  # the first task sends all three, in order
+    assert drain_task.drain_run(*key)["claimed"] == 0  # the others find nothing
     got = receiver.wait_for(4, timeout=0.5)
     assert [r.json["id"] for r in got] == [p["id"] for p in payloads]
 

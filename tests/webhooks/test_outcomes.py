@@ -31,7 +31,9 @@ from webhooks.services import (
     RECORD_RETRY,
     BatchResult,
     delivery,
+    drain_task,
     draining,
+    drains,
     event_deliver,
     events_batch_deliver,
     events_record,
@@ -227,8 +229,8 @@ def test_the_sweep_waits_longer_than_an_outcome_can_be_retried() -> None:
     assert sending_stale_after().total_seconds() >= longest + 20
     from webhooks import tasks
 
-    assert tasks.DRAIN_SOFT_TIME_LIMIT > draining.DRAIN_BUDGET + longest
-    assert draining.key_ttl() > longest
+    assert tasks.DRAIN_SOFT_TIME_LIMIT > drains.DRAIN_BUDGET + longest
+    assert drains.key_ttl() > longest
 
 
 def test_unattempted_events_are_put_back_through_a_lost_connection(
@@ -346,11 +348,11 @@ def test_a_drain_to_a_fast_receiver_claims_one_then_full_batches(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A generous window, so that even a loaded test machine answers fast enough for full batches.
-    monkeypatch.setattr(draining, "BATCH_WINDOW", 5.0)
+    monkeypatch.setattr(drains, "BATCH_WINDOW", 5.0)
     claims = _claims(monkeypatch)
     directory = make_hooked_directory(receiver, log=False)
     ids = _record(directory, 60)
-    assert draining.drain_run(str(directory.id), "directory")["delivered"] == 60
+    assert drain_task.drain_run(str(directory.id), "directory")["delivered"] == 60
     assert claims == [(1, 1), (25, 25), (25, 25), (25, 9)]
     assert [uuid.UUID(r.json["id"]) for r in receiver.wait_for(61, timeout=0.3)] == ids
 
@@ -364,7 +366,7 @@ def test_a_drain_to_a_slow_receiver_claims_one_then_batches_sized_to_its_latency
     what is claimed while an attempt is under way: counted at every attempt, it stays within
     max(1, ceil(BATCH_WINDOW / latency)), and is exactly one at the first."""
     receiver.slow_seconds = 0.2
-    monkeypatch.setattr(draining, "BATCH_WINDOW", 0.5)
+    monkeypatch.setattr(drains, "BATCH_WINDOW", 0.5)
     bound = max(1, math.ceil(0.5 / receiver.slow_seconds))
     claims = _claims(monkeypatch)
     directory = make_hooked_directory(receiver, path="/slow", log=False)
@@ -377,7 +379,7 @@ def test_a_drain_to_a_slow_receiver_claims_one_then_batches_sized_to_its_latency
         return real_post(url, body, headers, timeout)
 
     monkeypatch.setattr(transport, "post", post)
-    assert draining.drain_run(str(directory.id), "directory")["delivered"] == 8
+    assert drain_task.drain_run(str(directory.id), "directory")["delivered"] == 8
     assert claims[0] == (1, 1)
     limits = [limit for limit, _n in claims[1:]]
     assert all(1 <= limit <= bound for limit in limits), claims

@@ -27,7 +27,7 @@ from tests.webhooks.conftest import (
     use_broker,
 )
 from webhooks.models import EventState, WebhookDelivery, WebhookEvent
-from webhooks.services import changes_resend, draining, events_sweep
+from webhooks.services import changes_resend, drain_pool, events_sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,7 +53,7 @@ def _users(directory: Directory, count: int) -> None:
         }
         response = scim.post(f"/api/scim/v2.0/{directory.id}/Users", json.dumps(body), content_type=SCIM_CT)
         assert response.status_code == 201, response.content
-        assert draining.drain(timeout=15)
+        assert drain_pool.drain(timeout=15)
 
 
 def _signature_time(request: Any) -> int:
@@ -70,7 +70,7 @@ def test_resent_events_get_exactly_one_more_attempt_with_the_same_id_sequence_an
     assert [r.json["sequence"] for r in first] == [1, 2, 3]
 
     assert changes_resend(directory=directory, first=2, last=3, actor=TEST_ACTOR) == 2
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     got = receiver.wait_for(5)
     assert len(got) == 5
     again = got[3:]
@@ -92,12 +92,12 @@ def test_resent_events_get_exactly_one_more_attempt_with_the_same_id_sequence_an
     ]
     # And then nothing: no sweep or drain attempts them again by itself.
     assert events_sweep(pending_age=timedelta(0)).enqueued == 0
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     assert len(receiver.wait_for(6, timeout=0.5)) == 5
 
     # A second request asks again, and gets one more attempt again.
     assert changes_resend(directory=directory, event_ids=[first[1].json["id"]], actor=TEST_ACTOR) == 1
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     got = receiver.wait_for(6)
     assert len(got) == 6 and got[5].body == first[1].body
     assert WebhookDelivery.objects.filter(directory=directory, resend=True).count() == 3
@@ -111,7 +111,7 @@ def test_a_resent_event_whose_attempt_fails_again_is_failed_again_and_not_retrie
     _users(directory, 1)
     assert len(receiver.wait_for(1)) == 1
     assert changes_resend(directory=directory, first=1, last=1, actor=TEST_ACTOR) == 1
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     assert len(receiver.wait_for(2)) == 2
     event = WebhookEvent.objects.get(directory_id=directory.id, target="directory")
     assert (event.state, event.attempts, event.status_code, event.resend) == (EventState.FAILED, 2, 500, False)
@@ -162,7 +162,7 @@ def test_broker_down_the_resend_still_succeeds_and_the_sweep_delivers_the_old_ev
             assert tasks.wait_for(1)
     else:
         assert events_sweep().enqueued == 2
-        assert draining.drain(timeout=15)
+        assert drain_pool.drain(timeout=15)
     got = receiver.wait_for(4)
     assert [r.body for r in got[2:]] == [r.body for r in first]
     assert WebhookDelivery.objects.filter(directory=directory, resend=True).count() == 2

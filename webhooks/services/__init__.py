@@ -4,7 +4,8 @@ those below it (a contract in pyproject.toml):
 - `recording`: events into the outbox, in the caller's transaction, with one drain kick after commit;
   `resending`: one more attempt of chosen events, on request (never by itself); `sweeping`: what a
   broker or worker outage left behind, the purges, a deleted directory's events;
-- `draining`: the kick after commit and the drains it asks for (a Celery task, or the in-process pool);
+- `draining`: the kick after commit and its breaker; `drain_task`, the broker's drain task; `drain_pool`, the
+  in-process pool without a broker; `drains`, one drain's run, which both use;
 - `delivery`: claiming a directory's events in batches and making each one's single attempt;
 - `outbox`: every statement on the outbox table (numbering and inserting events, claims, outcomes);
   `reconnect`: riding out a lost database connection while the drain records what happened;

@@ -200,28 +200,12 @@ def _deliver_claimed(
     should_stop: Callable[[], bool] | None,
     claimed: float,
 ) -> BatchResult:
-    """Send claimed `events` (claimed at time.monotonic() `claimed`) and record their outcomes."""
-    try:
-        resolved = ride_out(
-            lambda: _resolve_target(directory_id, target),
-            what="reading a webhook target",
-            deadline=claimed + RECORD_RETRY,
-        )
-        if isinstance(resolved, str):
-            ride_out(
-                lambda: _record_drops(events, directory_id, target, resolved),
-                what="recording dropped webhook events",
-                deadline=time.monotonic() + RECORD_RETRY,
-            )
-    except BaseException:
-        # Nothing was sent: the events go back to `pending` rather than wait for the sweep as "lost".
-        _put_back(events, time.monotonic() + RECORD_RETRY)
-        raise
-    if isinstance(resolved, str):
-        logger.info("%d webhook event(s) of directory %s dropped: %s", len(events), directory_id, resolved)
-        metrics.deliveries_closed(outcome="dropped", reason=resolved, count=len(events))
-        return BatchResult(claimed=len(events), dropped=len(events))
-
+    """Send claimed `events` (claimed at time.monotonic() `claimed`) and record their outcomes: their
+    target (`_claimed_target`, or they are dropped), one attempt each in order (`_request`, then
+    `_attempt_observed`), and what became of each (`_batch_record`)."""
+    resolved = _claimed_target(events, directory_id, target, claimed)
+    if isinstance(resolved, BatchResult):
+        return resolved
     # Measured from the claim, so time spent riding out a lost connection above counts against it.
     stop = claimed + CLAIM_HOLD
     if stop_at is not None:
@@ -236,57 +220,17 @@ def _deliver_claimed(
         for event in events:
             if (outcomes and time.monotonic() >= stop) or (should_stop is not None and should_stop()):
                 break
-            body = event.body.encode()
-            headers = {
-                "Content-Type": "application/json",
-                "Roster-Event": event.event_type,
-                "Roster-Event-Id": str(event.id),
-            }
-            if event.sequence is not None:
-                headers["Roster-Event-Sequence"] = str(event.sequence)
-            if resolved.secret:
-                # Signed now: a resend carries the same body with a fresh timestamp.
-                headers[SIGNATURE_HEADER] = signature_header(body, resolved.secret)
+            body, headers = _request(event, resolved)
             sent_at = timezone.now()
             in_attempt = True
             result = transport.post(resolved.url, body, headers, timeout)
             outcomes.append((event, result, sent_at))
             in_attempt = False
-            metrics.delivery_attempted(
-                delivered=result.delivered,
-                error_class=result.error_class,
-                seconds=result.latency_ms / 1000,
-                # A resend is not late: its created_at is the change's, long before it was asked for.
-                lag=(sent_at - event.created_at).total_seconds() if event.created_at and not event.resend else None,
-            )
-            if result.delivered:
-                logger.debug(
-                    "webhook event %s (%s) delivered: %s in %d ms",
-                    event.id,
-                    event.event_type,
-                    result.status_code,
-                    result.latency_ms,
-                )
-            else:
-                # Never the URL's secret parts or the response body: the class and message are enough.
-                logger.warning(
-                    "webhook event %s (%s) failed: %s %s",
-                    event.id,
-                    event.event_type,
-                    result.error_class,
-                    result.error_message,
-                )
+            _attempt_observed(event, result, sent_at)
     finally:
-        # An exception (or a time limit) may land anywhere above. Record what was attempted; put back
-        # what was not; leave the event whose attempt was under way `sending`, for the sweep to report.
-        unattempted = events[len(outcomes) + (1 if in_attempt else 0) :]
-        deadline = time.monotonic() + RECORD_RETRY  # shared by both writes: see sending_stale_after()
-        try:
-            if outcomes:
-                _record_outcomes(outcomes, resolved, target, deadline)
-        finally:
-            if unattempted:
-                _put_back(unattempted, deadline)
+        # An exception (or a time limit) may land anywhere above: `_batch_record` records what was
+        # attempted, puts back what was not, and leaves the event whose attempt was under way `sending`.
+        unattempted = _batch_record(events, outcomes, in_attempt, resolved, target)
     delivered = sum(1 for _e, result, _a in outcomes if result.delivered)
     return BatchResult(
         claimed=len(events),
@@ -295,6 +239,99 @@ def _deliver_claimed(
         released=len(unattempted),
         sending_seconds=time.monotonic() - started,
     )
+
+
+def _claimed_target(
+    events: list[Claimed], directory_id: uuid.UUID, target: str, claimed: float
+) -> _Target | BatchResult:
+    """Where the claimed `events` go; or, when they have nowhere to go, their drop recorded and the batch's
+    result. Nothing is sent yet: on an exception the events go back to `pending` rather than wait for the
+    sweep as "lost"."""
+    try:
+        resolved = ride_out(
+            lambda: _resolve_target(directory_id, target),
+            what="reading a webhook target",
+            deadline=claimed + RECORD_RETRY,
+        )
+        if isinstance(resolved, str):
+            ride_out(
+                lambda: _record_drops(events, directory_id, target, resolved),
+                what="recording dropped webhook events",
+                deadline=time.monotonic() + RECORD_RETRY,
+            )
+    except BaseException:
+        _put_back(events, time.monotonic() + RECORD_RETRY)
+        raise
+    if isinstance(resolved, str):
+        logger.info("%d webhook event(s) of directory %s dropped: %s", len(events), directory_id, resolved)
+        metrics.deliveries_closed(outcome="dropped", reason=resolved, count=len(events))
+        return BatchResult(claimed=len(events), dropped=len(events))
+    return resolved
+
+
+def _request(event: Claimed, resolved: _Target) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of one event's attempt."""
+    body = event.body.encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Roster-Event": event.event_type,
+        "Roster-Event-Id": str(event.id),
+    }
+    if event.sequence is not None:
+        headers["Roster-Event-Sequence"] = str(event.sequence)
+    if resolved.secret:
+        # Signed now: a resend carries the same body with a fresh timestamp.
+        headers[SIGNATURE_HEADER] = signature_header(body, resolved.secret)
+    return body, headers
+
+
+def _attempt_observed(event: Claimed, result: transport.AttemptResult, sent_at: Any) -> None:
+    """One attempt counted for /metrics and logged."""
+    metrics.delivery_attempted(
+        delivered=result.delivered,
+        error_class=result.error_class,
+        seconds=result.latency_ms / 1000,
+        # A resend is not late: its created_at is the change's, long before it was asked for.
+        lag=(sent_at - event.created_at).total_seconds() if event.created_at and not event.resend else None,
+    )
+    if result.delivered:
+        logger.debug(
+            "webhook event %s (%s) delivered: %s in %d ms",
+            event.id,
+            event.event_type,
+            result.status_code,
+            result.latency_ms,
+        )
+    else:
+        # Never the URL's secret parts or the response body: the class and message are enough.
+        logger.warning(
+            "webhook event %s (%s) failed: %s %s",
+            event.id,
+            event.event_type,
+            result.error_class,
+            result.error_message,
+        )
+
+
+def _batch_record(
+    events: list[Claimed],
+    outcomes: list[tuple[Claimed, transport.AttemptResult, Any]],
+    in_attempt: bool,
+    resolved: _Target,
+    target: str,
+) -> list[Claimed]:
+    """After a batch's attempts, however they ended: record what was attempted; put back what was not;
+    leave the event whose attempt was under way (`in_attempt`) `sending`, for the sweep to report. The
+    events put back."""
+    unattempted = events[len(outcomes) + (1 if in_attempt else 0) :]
+    deadline = time.monotonic() + RECORD_RETRY  # shared by both writes: see sending_stale_after()
+    try:
+        if outcomes:
+            _record_outcomes(outcomes, resolved, target, deadline)
+    finally:
+        if unattempted:
+            _put_back(unattempted, deadline)
+    return unattempted
 
 
 def _record_outcomes(

@@ -16,7 +16,7 @@ from audit.actors import command_actor
 from core.errors import RosterError
 from directories.selectors import directory_get
 from webhooks.selectors import event_sequence_last
-from webhooks.services import RESEND_MAX, changes_resend, draining, resend_range_end
+from webhooks.services import RESEND_MAX, changes_resend, drain_pool, resend_range_end
 
 
 def _number(raw: str | None) -> Any:
@@ -69,5 +69,5 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         if queued and not settings.CELERY_BROKER_URL:
             # In-process mode: deliver before the command's process exits, or the work would wait for the sweep.
-            draining.drain()
+            drain_pool.drain()
         self.stdout.write(f"queued {queued} event(s) of directory {directory.id} for one more attempt")

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from webhooks.services import SWEEP_PENDING_AGE, draining, events_sweep
+from webhooks.services import SWEEP_PENDING_AGE, drain_pool, events_sweep
 
 
 class Command(BaseCommand):
@@ -32,5 +32,5 @@ class Command(BaseCommand):
         result = events_sweep(pending_age=timedelta(seconds=options["min_age"]))
         if not settings.CELERY_BROKER_URL:
             # In-process mode: deliver before the command's process exits, or the work would be lost.
-            draining.drain()
+            drain_pool.drain()
         self.stdout.write(f"enqueued {result.enqueued} pending event(s); {result.worker_lost} marked worker lost")

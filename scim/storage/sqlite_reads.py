@@ -12,7 +12,7 @@ from scim.selectors import FirstRead, scim_users_page
 from scim.storage.query.documents import SqliteDocuments
 
 
-class PortableReads:
+class SqliteReads:
     """`Reads` without joins or locks of one database: the first read is made by the handler, after the
     directory's (`read` is left as it is), and every page counts its rows."""
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from core.surfaces import SCIM_BASE_PATH, SCIM_TOKEN_PATH
 from scim import reads, writes
-from scim.http.request import OAUTH, Method, Route, resource_name
 from scim.oauth import client_credentials_grant
+from scim.request import OAUTH, Method, Route, resource_name
 
 PREFIX = SCIM_BASE_PATH + "/"
 
@@ -48,7 +48,7 @@ ID = "id"
 ANY = (COLLECTION, SEARCH, ID)
 
 # (resource type, shapes of its id, method, handler, takes a body, first read). A handler is called as
-# handler(directory, request, body, first read) and returns an Outcome (scim/http/request.py); a first
+# handler(directory, request, body, first read) and returns an Outcome (scim/request.py); a first
 # read comes with the directory's lookup, before the secret is checked (scim/authentication.py).
 _TABLE = (
     ("users", (COLLECTION,), "GET", reads.users_list, False, reads.users_first_read),

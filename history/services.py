@@ -56,6 +56,28 @@ def _when(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+_FOLDED = frozenset(
+    "user.created user.updated user.deleted group.created group.updated group.deleted group.user_added "
+    "group.user_removed".split()
+)
+
+
+def _foldable(event_type: str, data: Any) -> bool:
+    """An event of the eight that change users, groups and memberships (contract §5), whose ids read as
+    ids. Anything else the feed holds is kept as a point of history and changes nothing."""
+    if event_type not in _FOLDED or not isinstance(data, dict):
+        return False
+    try:
+        uuid.UUID(str(data["id"]))
+        if "group" in data:
+            uuid.UUID(str(data["group"]["id"]))
+        else:
+            datetime.fromisoformat(str(data["created_at"]))
+    except (KeyError, TypeError, ValueError):
+        return False
+    return True
+
+
 def _kept(data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key not in _COMPUTED}
 
@@ -64,9 +86,10 @@ class _Batch:
     """One batch of events folded in memory: the rows still open that the batch touches, read once, the
     rows it makes and the rows whose `valid_to` it sets, written at the end in bulk."""
 
-    def __init__(self, directory: Directory, events: list[_Event]) -> None:
+    def __init__(self, directory: Directory, events: list[_Event], points: list[_Event]) -> None:
         self.directory = directory
         self.events = events
+        self.points = points
         self.closed: dict[tuple[type, int], Any] = {}
         self.new: dict[type, list[Any]] = defaultdict(list)
         user_ids = {uuid.UUID(e.data["id"]) for e in events if e.event_type.startswith("user.")}
@@ -175,7 +198,7 @@ class _Batch:
                 HistoryPoint(
                     directory=self.directory, sequence=e.sequence, created_at=e.created_at, event_type=e.event_type
                 )
-                for e in self.events
+                for e in self.points
             ],
             batch_size=1000,
         )
@@ -201,11 +224,11 @@ def history_catch_up(*, directory: Directory) -> int:
                     sequence=int(row.sequence or 0),
                     created_at=row.created_at,
                     event_type=row.event_type,
-                    data=orjson.loads(row.body)["data"],
+                    data=orjson.loads(row.body).get("data"),
                 )
                 for row in page.events
             ]
-            _Batch(directory, events).fold()
+            _Batch(directory, [e for e in events if _foldable(e.event_type, e.data)], events).fold()
             state.folded_sequence = events[-1].sequence
             state.folded_at = timezone.now()
             state.save(update_fields=["folded_sequence", "folded_at"])

@@ -47,6 +47,14 @@ def _point(directory: Directory, params: Mapping[str, str], name: str) -> Point 
     return history_point(directory=directory, at=moment, name=name)
 
 
+def point_named(directory: Directory, text: str) -> Point:
+    """The point a person typed (the export command, the portal): an event number, or a time."""
+    history_catch_up(directory=directory)
+    point = _point(directory, {"at": text}, "at")
+    assert point is not None
+    return point
+
+
 def snapshot_point(directory: Directory, params: Mapping[str, str]) -> Point:
     """The point of a snapshot: `at` (a time) or `sequence` (a number), not both; neither is now."""
     history_catch_up(directory=directory)

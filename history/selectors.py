@@ -110,6 +110,12 @@ def _groups_at(directory: Directory, point: Point, group_ids: Iterable[uuid.UUID
     return {row.group_id: row for row in rows.only("group_id", "created_at", "born", "data")}
 
 
+def group_names_at(*, directory: Directory, point: Point, group_ids: Iterable[Any]) -> dict[str, str]:
+    """The names the groups had at the point (those that existed then), by id as text."""
+    groups = _groups_at(directory, point, (uuid.UUID(str(group_id)) for group_id in group_ids))
+    return {str(group_id): row.data.get("name") or "" for group_id, row in groups.items()}
+
+
 def _memberships_of(
     directory: Directory, point: Point, user_ids: list[uuid.UUID]
 ) -> dict[uuid.UUID, list[GroupVersion]]:

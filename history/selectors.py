@@ -56,14 +56,9 @@ def _folded(directory: Directory) -> int:
     return HistoryState.objects.filter(pk=directory.pk).values_list("folded_sequence", flat=True).first() or 0
 
 
-def _gone(directory: Directory, cut: int) -> HistoryGone:
-    earliest = (
-        HistoryPoint.objects.filter(directory=directory, sequence=cut).values_list("created_at", flat=True).first()
-    )
-    when = iso_utc(earliest) if earliest is not None else "none"
-    return HistoryGone(
-        f"History before {when} (sequence {cut}) is no longer kept: the earliest available time is {when}.",
-    )
+def _gone(earliest: datetime | None) -> HistoryGone:
+    when = iso_utc(earliest) if earliest is not None else "unknown"
+    return HistoryGone(f"That point is no longer kept: the earliest available time is {when}.")
 
 
 def history_point(
@@ -71,9 +66,20 @@ def history_point(
 ) -> Point:
     """The point that `sequence`, or the moment `at`, names: for a moment, right after the last event
     made at or before it. Neither given: now. A point past the last event or a moment in the future is a
-    400; a point before the oldest kept event a 410 naming the earliest available time."""
+    400; a point before the earliest one history answers for is a 410 naming the earliest available time.
+
+    While the feed still keeps its first event, history reaches back to the directory's creation: the
+    point before event 1 (sequence 0) is the empty directory. Once retention has cut the feed, the
+    earliest point is the oldest kept event."""
     last = _folded(directory)
     cut = history_cut(directory=directory)
+    if cut <= 1:
+        floor, earliest = 0, directory.created_at
+    else:
+        floor = cut
+        earliest = (
+            HistoryPoint.objects.filter(directory=directory, sequence=cut).values_list("created_at", flat=True).first()
+        )
     if sequence is None:
         if at is not None and at > timezone.now():
             raise ValidationFailed(f"{name} is in the future.", field=name)
@@ -82,14 +88,14 @@ def history_point(
             points = points.filter(created_at__lte=at)
         found = points.aggregate(last=Max("sequence"))["last"]
         if found is None:
-            if last == 0:
+            if floor == 0 and (at is None or earliest is None or at >= earliest):
                 return Point(sequence=0, created_at=None)
-            raise _gone(directory, cut)
+            raise _gone(earliest)
         sequence = int(found)
     elif sequence > last:
         raise ValidationFailed(f"{name} is after the last event of this directory (sequence {last}).", field=name)
-    if sequence < cut:
-        raise _gone(directory, cut)
+    if sequence < floor:
+        raise _gone(earliest)
     created_at = (
         HistoryPoint.objects.filter(directory=directory, sequence=sequence).values_list("created_at", flat=True).first()
     )

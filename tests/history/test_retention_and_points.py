@@ -83,14 +83,18 @@ def test_points_by_time_and_their_errors(directory_a: Directory, scim_a: Scim) -
     first = HistoryPoint.objects.get(directory=directory_a, sequence=1)
     assert history_point(directory=directory_a, at=first.created_at).sequence == 1
     assert history_point(directory=directory_a, at=timezone.now()).sequence == 2
+    # While the feed keeps its first event, history reaches back to the directory's creation: empty then.
+    assert history_point(directory=directory_a, at=directory_a.created_at).sequence == 0
+    assert history_point(directory=directory_a, sequence=0).sequence == 0
+    point = history_point(directory=directory_a, sequence=0)
+    assert snapshot_users(directory=directory_a, point=point, offset=0, limit=10) == []
     with pytest.raises(ValidationFailed):
         history_point(directory=directory_a, at=timezone.now() + timedelta(minutes=5))
     with pytest.raises(ValidationFailed):
         history_point(directory=directory_a, sequence=3)
-    with pytest.raises(HistoryGone):
-        history_point(directory=directory_a, at=first.created_at - timedelta(seconds=1))
-    with pytest.raises(HistoryGone):
-        history_point(directory=directory_a, sequence=0)
+    with pytest.raises(HistoryGone) as gone:
+        history_point(directory=directory_a, at=directory_a.created_at - timedelta(seconds=1))
+    assert directory_a.created_at.strftime("%Y-%m-%dT%H:%M:%S") in gone.value.message
 
 
 def test_a_held_change_enters_history_once_approved(directory_a: Directory, scim_a: Scim) -> None:

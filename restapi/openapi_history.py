@@ -14,14 +14,15 @@ AT = OpenApiParameter(
     {"type": "string", "format": "date-time"},
     required=False,
     description="The moment (ISO 8601 with a time zone): the directory right after the last event at or before "
-    "it. Not with `sequence`; neither means now. In the future: 400; before the oldest kept event: 410.",
+    "it. Not with `sequence`; neither means now. In the future: 400; before the earliest point kept (the "
+    "directory's creation, or the oldest event retention kept): 410.",
 )
 SEQUENCE = OpenApiParameter(
     "sequence",
     {"type": "integer", "minimum": 0},
     required=False,
-    description="The point right after the event with this sequence number (contract §5.1). Past the last "
-    "event: 400; before the oldest kept event: 410.",
+    description="The point right after the event with this sequence number (contract §5.1; 0: before the "
+    "first). Past the last event: 400; before the oldest kept event once retention has cut the feed: 410.",
 )
 ACTIVE = OpenApiParameter("active", {"type": "boolean"}, required=False, description="Only users with this `active`.")
 TENANT = OpenApiParameter(

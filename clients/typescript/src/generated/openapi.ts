@@ -3463,7 +3463,7 @@ export interface operations {
     directory_history_groups: {
         parameters: {
             query?: {
-                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the oldest kept event: 410. */
+                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the earliest point kept (the directory's creation, or the oldest event retention kept): 410. */
                 at?: string;
                 /** @description Rows to return (default 100); more than 1000 is served as 1000. */
                 pageLimit?: number;
@@ -3471,7 +3471,7 @@ export interface operations {
                 pageOffset?: number;
                 /** @description When given, must be the directory's. */
                 product?: string;
-                /** @description The point right after the event with this sequence number (contract §5.1). Past the last event: 400; before the oldest kept event: 410. */
+                /** @description The point right after the event with this sequence number (contract §5.1; 0: before the first). Past the last event: 400; before the oldest kept event once retention has cut the feed: 410. */
                 sequence?: number;
                 /** @description When given, must be the directory's. */
                 tenant?: string;
@@ -3640,7 +3640,7 @@ export interface operations {
     directory_history_group_members: {
         parameters: {
             query?: {
-                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the oldest kept event: 410. */
+                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the earliest point kept (the directory's creation, or the oldest event retention kept): 410. */
                 at?: string;
                 /** @description Rows to return (default 100); more than 1000 is served as 1000. */
                 pageLimit?: number;
@@ -3648,7 +3648,7 @@ export interface operations {
                 pageOffset?: number;
                 /** @description When given, must be the directory's. */
                 product?: string;
-                /** @description The point right after the event with this sequence number (contract §5.1). Past the last event: 400; before the oldest kept event: 410. */
+                /** @description The point right after the event with this sequence number (contract §5.1; 0: before the first). Past the last event: 400; before the oldest kept event once retention has cut the feed: 410. */
                 sequence?: number;
                 /** @description When given, must be the directory's. */
                 tenant?: string;
@@ -3820,7 +3820,7 @@ export interface operations {
             query?: {
                 /** @description Only users with this `active`. */
                 active?: boolean;
-                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the oldest kept event: 410. */
+                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the earliest point kept (the directory's creation, or the oldest event retention kept): 410. */
                 at?: string;
                 /** @description Rows to return (default 100); more than 1000 is served as 1000. */
                 pageLimit?: number;
@@ -3828,7 +3828,7 @@ export interface operations {
                 pageOffset?: number;
                 /** @description When given, must be the directory's. */
                 product?: string;
-                /** @description The point right after the event with this sequence number (contract §5.1). Past the last event: 400; before the oldest kept event: 410. */
+                /** @description The point right after the event with this sequence number (contract §5.1; 0: before the first). Past the last event: 400; before the oldest kept event once retention has cut the feed: 410. */
                 sequence?: number;
                 /** @description When given, must be the directory's. */
                 tenant?: string;

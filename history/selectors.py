@@ -238,7 +238,8 @@ def _version_diff(
 
 def _versions(queryset: Any, key: str) -> dict[uuid.UUID, dict[str, Any]]:
     """`{id: data}` of the rows, oldest first. Read as text and decoded with orjson, without model
-    instances: a diff across 10,000 events reads about as many rows (bench/README.md, "History")."""
+    instances: a diff across 10,000 events reads about as many rows (bench/README.md, "Code kept for
+    speed", "History diff without model instances")."""
     rows = queryset.order_by("created_at", "born", key).values_list(key, Cast("data", TextField()))
     return {object_id: orjson.loads(text) for object_id, text in rows}
 

@@ -28,6 +28,7 @@ from core.timefmt import iso_utc, iso_utc_or_none
 from directories.mapping import custom_attributes, roles
 from directories.models import Directory
 from directories.rendering import previous_attributes
+from directories.selectors import after_shown_instant
 from history.models import GroupVersion, HistoryPoint, HistoryState, MembershipSpan, UserVersion
 from history.services import history_cut
 
@@ -65,8 +66,9 @@ def history_point(
     *, directory: Directory, at: datetime | None = None, sequence: int | None = None, name: str = "at"
 ) -> Point:
     """The point that `sequence`, or the moment `at`, names: for a moment, right after the last event
-    made at or before it. Neither given: now. A point past the last event or a moment in the future is a
-    400; a point before the earliest one history answers for is a 410 naming the earliest available time.
+    whose shown time (to the millisecond) is at or before it. Neither given: now. A point past the last
+    event or a moment in the future is a 400; a point before the earliest one history answers for is a 410
+    naming the earliest available time.
 
     While the feed still keeps its first event, history reaches back to the directory's creation: the
     point before event 1 (sequence 0) is the empty directory. Once retention has cut the feed, the
@@ -85,7 +87,10 @@ def history_point(
             raise ValidationFailed(f"{name} is in the future.", field=name)
         points = HistoryPoint.objects.filter(directory=directory)
         if at is not None:
-            points = points.filter(created_at__lte=at)
+            # Events show their time to the millisecond: the moment an event shows is at or after it.
+            shown_after = after_shown_instant(at)
+            if shown_after is not None:
+                points = points.filter(created_at__lt=shown_after)
         found = points.aggregate(last=Max("sequence"))["last"]
         if found is None:
             if floor == 0 and (at is None or earliest is None or at >= earliest):

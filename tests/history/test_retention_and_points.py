@@ -82,6 +82,11 @@ def test_points_by_time_and_their_errors(directory_a: Directory, scim_a: Scim) -
     history_fold_all()
     first = HistoryPoint.objects.get(directory=directory_a, sequence=1)
     assert history_point(directory=directory_a, at=first.created_at).sequence == 1
+    # The time an event shows (milliseconds, as its payload and `as_of` say it) names that event's point.
+    shown = first.created_at.replace(microsecond=first.created_at.microsecond // 1000 * 1000)
+    assert history_point(directory=directory_a, at=shown).sequence == 1
+    if shown - timedelta(milliseconds=1) >= directory_a.created_at:
+        assert history_point(directory=directory_a, at=shown - timedelta(milliseconds=1)).sequence == 0
     assert history_point(directory=directory_a, at=timezone.now()).sequence == 2
     # While the feed keeps its first event, history reaches back to the directory's creation: empty then.
     assert history_point(directory=directory_a, at=directory_a.created_at).sequence == 0

@@ -127,3 +127,21 @@ def test_a_held_change_enters_history_once_approved(directory_a: Directory, scim
     assert [
         u["id"] for u in snapshot_users(directory=directory_a, point=point, offset=1, limit=2, active=False)
     ] == ids[1:3]
+
+
+def test_beat_folds_and_trims(directory_a: Directory, scim_a: Scim) -> None:
+    from config.celery import app
+    from history import tasks
+
+    schedule = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
+    assert schedule["history.fold"] <= 60 and "history.prune" in schedule
+    assert app.tasks["history.fold"].name == tasks.history_fold.name
+    ids = _users(scim_a, 3)
+    assert tasks.history_fold() == {"directories": 1, "events": 3}
+    assert tasks.history_fold() == {"directories": 0, "events": 0}
+    scim_a.delete(f"/Users/{ids[0]}")
+    _age(directory_a, 2, days=40)
+    feed_purge(before=timezone.now() - timedelta(days=30))  # folds event 4 first, then deletes 1 and 2
+    result = tasks.history_prune()
+    assert result["events"] == 0 and result["pruned"] >= 2
+    assert HistoryPoint.objects.filter(directory=directory_a).order_by("sequence").first().sequence == 3

@@ -90,20 +90,89 @@ def _script(scim: Scim) -> list[Callable[[], None]]:
     ]
 
 
-@pytest.fixture
-def recorded(directory_a: Directory, scim_a: Scim) -> list[dict[str, Any]]:
+def _entra_script(scim: Scim) -> list[Callable[[], None]]:
+    """Entra's way: string booleans, capitalised ops, members added and removed as value lists, filtered
+    paths, a PUT that replaces a whole user."""
+    ids: dict[str, str] = {}
+
+    def create(key: str, name: str, **extra: Any) -> Callable[[], None]:
+        def step() -> None:
+            status, body = scim.post("/Users", user_body(name, externalId=key, **extra))
+            assert status == 201, body
+            ids[key] = body["id"]
+
+        return step
+
+    def empty_group(key: str, name: str) -> Callable[[], None]:
+        def step() -> None:
+            status, body = scim.post("/Groups", group_body(name))
+            assert status == 201, body
+            ids[key] = body["id"]
+
+        return step
+
+    def call(fn: Callable[[], Any]) -> Callable[[], None]:
+        def step() -> None:
+            status, body = fn()
+            assert status in (200, 204), body
+
+        return step
+
+    def member_op(op: str, key: str, *users: str) -> Callable[[], None]:
+        return call(
+            lambda: scim.ops(
+                f"/Groups/{ids[key]}", {"op": op, "path": "members", "value": [{"value": ids[u]} for u in users]}
+            )
+        )
+
+    return [
+        create("e1", "eve@example.com", **{ENTERPRISE_URN: {"department": "Ops"}}),
+        create("e2", "fay@example.com"),
+        create("e3", "gus@example.com"),
+        empty_group("g", "Admins"),
+        member_op("Add", "g", "e1", "e2", "e3"),
+        call(lambda: scim.ops(f"/Users/{ids['e1']}", _replace("active", "False", "Replace"))),
+        call(lambda: scim.ops(f"/Users/{ids['e2']}", _replace("name.givenName", "Faye", "Add"))),
+        call(
+            lambda: scim.ops(
+                f"/Users/{ids['e3']}", _replace('emails[type eq "work"].value', "gus@new.example", "Replace")
+            )
+        ),
+        member_op("Remove", "g", "e2"),
+        call(lambda: scim.ops(f"/Groups/{ids['g']}", _replace("displayName", "Administrators", "Replace"))),
+        call(lambda: scim.put(f"/Users/{ids['e2']}", user_body("fay@example.com", externalId="e2", title="Boss"))),
+        call(lambda: scim.ops(f"/Users/{ids['e1']}", _replace("active", "True", "Replace"))),
+        call(lambda: scim.ops(f"/Users/{ids['e1']}", _replace("active", "False", "Replace"))),
+        call(lambda: scim.delete(f"/Users/{ids['e1']}")),
+        member_op("Add", "g", "e2"),
+        call(lambda: scim.delete(f"/Groups/{ids['g']}")),
+    ]
+
+
+@pytest.fixture(params=["okta", "entra"])
+def recorded(request: pytest.FixtureRequest, directory_a: Directory) -> list[dict[str, Any]]:
+    script = _script if request.param == "okta" else _entra_script
+    if request.param == "entra":
+        directory_a.type = "azure-scim-v2"
+        directory_a.save(update_fields=["type"])
+    scim_a = Scim(directory_a)
     directory_update(
         actor=TEST_ACTOR,
         directory=directory_a,
         data={
             "attribute_map": {"department": f"{ENTERPRISE_URN}:department", "title": "title"},
-            "role_map": {"Engineering": "engineer", "Platform": "engineer", "Operations": "operator"},
+            "role_map": {
+                "Engineering": "engineer",
+                "Platform": "engineer",
+                "Operations": "operator",
+                "Administrators": "admin",
+            },
         },
     )
     scene_trail_forget()
     directory_a.refresh_from_db()
     views = [rest_view(directory_a)]
-    for step in _script(scim_a):
+    for step in script(scim_a):
         step()
         views.append(rest_view(directory_a))
     return views

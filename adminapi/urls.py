@@ -11,6 +11,7 @@ from adminapi import (
     deliveries,
     directories,
     held_changes,
+    history,
     login,
     resends,
     scim_requests,
@@ -89,6 +90,27 @@ urlpatterns = [
         "directories/<str:directory_id>/held-changes/discard",
         held_changes.AdminHeldChangesDiscardApi.as_view(),
         name="admin-directory-held-changes-discard",
+    ),
+    # History (contract §5.3): the directory at a point, and the diff between two.
+    path(
+        "directories/<str:directory_id>/history/users",
+        history.AdminHistoryUsersApi.as_view(),
+        name="admin-directory-history-users",
+    ),
+    path(
+        "directories/<str:directory_id>/history/groups",
+        history.AdminHistoryGroupsApi.as_view(),
+        name="admin-directory-history-groups",
+    ),
+    path(
+        "directories/<str:directory_id>/history/groups/<str:group_id>/members",
+        history.AdminHistoryGroupMembersApi.as_view(),
+        name="admin-directory-history-group-members",
+    ),
+    path(
+        "directories/<str:directory_id>/diff",
+        history.AdminHistoryDiffApi.as_view(),
+        name="admin-directory-history-diff",
     ),
     path("token", admins.AdminTokensApi.as_view(), name="admin-tokens"),
     path("token/<str:token_id>", admins.AdminTokenApi.as_view(), name="admin-token"),

@@ -37,6 +37,9 @@ app.conf.beat_schedule = {
     "webhooks-purge": {"task": "webhooks.purge", "schedule": 3600.0},
     # SCIM health: directories that went silent (SCIM_SILENT_DAYS without a request), expired previous secrets.
     "scim-health-sweep": {"task": "directories.scim_health_sweep", "schedule": 300.0},
+    # History (contract §5.3): fold the feeds' new events off the request path; trim to the feed's retention.
+    "history-fold": {"task": "history.fold", "schedule": 30.0},
+    "history-prune": {"task": "history.prune", "schedule": 3600.0},
 }
 
 app.autodiscover_tasks()

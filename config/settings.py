@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "directories",
     "scim",
     "webhooks",
+    "history",
     "adminauth",
     "adminapi",
     "restapi",

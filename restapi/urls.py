@@ -6,8 +6,9 @@ Order matters: `users` and `groups` come before `<directory_id>`, or they would 
 request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/scim-oauth-secret`
 the OAuth client secret of the SCIM endpoint (contract §4.3), `<directory_id>/changes`
 the changes feed (restapi.changes), `<directory_id>/changes/resend` one more attempt of chosen events
-(restapi.resends), `<directory_id>/setup-links` the directory's setup links (restapi.setup_links), and
-`<directory_id>/held-changes` the changes its deprovision guard holds (restapi.held_changes).
+(restapi.resends), `<directory_id>/setup-links` the directory's setup links (restapi.setup_links),
+`<directory_id>/held-changes` the changes its deprovision guard holds (restapi.held_changes), and
+`<directory_id>/history/…` and `<directory_id>/diff` its history (restapi.history).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from restapi import apis, users_groups
 from restapi.changes import DirectoryChangesApi
 from restapi.deliveries import DirectoryEventsApi
 from restapi.held_changes import HeldChangesApi, HeldChangesApproveApi, HeldChangesDiscardApi
+from restapi.history import HistoryDiffApi, HistoryGroupMembersApi, HistoryGroupsApi, HistoryUsersApi
 from restapi.openapi import RestSchemaView
 from restapi.resends import ChangesResendApi
 from restapi.scim_requests import DirectoryScimRequestsApi
@@ -97,7 +99,24 @@ def _feed_routes(prefix: str, suffix: str) -> list:
     ]
 
 
+def _history_routes(prefix: str, suffix: str) -> list:
+    """A directory's history (contract §5.3): users, groups and a group's members at a point; the diff."""
+    base = f"{prefix}/<str:directory_id>"
+    return [
+        path(f"{base}/history/users", HistoryUsersApi.as_view(), name=f"history-users{suffix}"),
+        path(f"{base}/history/groups", HistoryGroupsApi.as_view(), name=f"history-groups{suffix}"),
+        path(
+            f"{base}/history/groups/<str:group_id>/members",
+            HistoryGroupMembersApi.as_view(),
+            name=f"history-group-members{suffix}",
+        ),
+        path(f"{base}/diff", HistoryDiffApi.as_view(), name=f"history-diff{suffix}"),
+    ]
+
+
 urlpatterns += [
+    *_history_routes("api/v1/directory-sync", ""),
+    *_history_routes("api/v1/dsync", "-dsync"),
     *_feed_routes("api/v1/directory-sync", ""),
     *_feed_routes("api/v1/dsync", "-dsync"),
 ]

@@ -131,7 +131,7 @@ def scim_client_b(directory_b: Directory) -> Client:
 # what switches on PostgreSQL's single-statement writes. pytest-django's default wraps each test in a
 # transaction, where those writes switch off. So on PostgreSQL every test under these folders runs in
 # transaction mode (`django_db(transaction=True)`: real commits, tables flushed after each test).
-PRODUCTION_MODE_FOLDERS = ("scim", "webhooks", "faults")
+PRODUCTION_MODE_FOLDERS = ("scim", "webhooks", "faults", "history")
 
 
 def _on_postgres() -> bool:

@@ -50,6 +50,10 @@ METHODS = {
     "directory_held_changes_list": "held_changes.list",
     "directory_held_changes_approve": "held_changes.approve",
     "directory_held_changes_discard": "held_changes.discard",
+    "directory_history_users": "history.users",
+    "directory_history_groups": "history.groups",
+    "directory_history_group_members": "history.group_members",
+    "directory_history_diff": "history.diff",
 }
 
 

@@ -165,12 +165,14 @@ def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_cl
     suffixes += ["/{directory_id}/held-changes", "/{directory_id}/held-changes/approve"]
     suffixes += ["/{directory_id}/held-changes/discard"]
     suffixes += ["/{directory_id}/users", "/{directory_id}/groups"]
+    suffixes += ["/{directory_id}/history/users", "/{directory_id}/history/groups", "/{directory_id}/diff"]
+    suffixes += ["/{directory_id}/history/groups/{group_id}/members"]
     for prefix in ("/api/v1/directory-sync", "/api/v1/dsync"):
         for suffix in suffixes:
             assert prefix + suffix in doc["paths"], prefix + suffix
     assert "get" in doc["paths"]["/api/v1/schema"]
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
-    assert len(ids) == len(set(ids)) == 51
+    assert len(ids) == len(set(ids)) == 59
     assert doc["paths"]["/api/v1/dsync/users"]["get"]["operationId"] == "users_list_dsync"
 
 

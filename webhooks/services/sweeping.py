@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -117,6 +118,16 @@ def _event_worker_lost(event_id: uuid.UUID) -> int:
     return 1
 
 
+# Called with a directory's id before its expired events are deleted: history (contract §5.3) folds them
+# first, so what they said outlives them. Set once at start-up by history.apps (history sits above this app).
+_before_feed_purge: list[Callable[[uuid.UUID], object]] = []
+
+
+def before_feed_purge_set(hook: Callable[[uuid.UUID], object]) -> None:
+    if hook not in _before_feed_purge:
+        _before_feed_purge.append(hook)
+
+
 @dataclass(frozen=True)
 class PurgeResult:
     deliveries: int
@@ -165,6 +176,8 @@ def feed_purge(*, before: datetime) -> int:
         expired = numbered.filter(created_at__lt=before, state__in=FINISHED)
         if kept_from is not None:
             expired = expired.filter(sequence__lt=kept_from)
+        for hook in _before_feed_purge:
+            hook(directory_id)
         count, _ = expired.delete()
         deleted += count
     return deleted

@@ -11,6 +11,7 @@ from roster_client._generated.models import (
     Change,
     ChangeDelivery,
     Delivery,
+    Diff,
     Directory,
     DiscardedResult,
     EventsSummary,
@@ -19,6 +20,8 @@ from roster_client._generated.models import (
     Guard,
     Health,
     HeldChange,
+    HistoryGroup,
+    HistoryUser,
     Member,
     NewSetupLink,
     ResendResult,
@@ -42,6 +45,7 @@ from roster_client.errors import (
     RosterError,
     WebhookVerificationError,
 )
+from roster_client.history import History
 from roster_client.paging import Paged
 from roster_client.webhooks import WebhookEvent, verify_webhook
 
@@ -62,6 +66,10 @@ __all__ = [
     "GroupDetail",
     "Guard",
     "HeldChange",
+    "History",
+    "HistoryGroup",
+    "HistoryUser",
+    "Diff",
     "Health",
     "Member",
     "NewSetupLink",

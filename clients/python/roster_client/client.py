@@ -20,6 +20,7 @@ from roster_client._generated.models import Delivery, Directory, Group, GroupDet
 from roster_client._http import Namespace, Transport, segment
 from roster_client.changes import Changes
 from roster_client.directory_admin import HeldChanges, SetupLinks
+from roster_client.history import History
 from roster_client.paging import Paged, paged
 
 BASE = "/api/v1/directory-sync"
@@ -262,6 +263,7 @@ class Roster:
         self.changes = Changes(self._transport, sleep=sleep)
         self.setup_links = SetupLinks(self._transport)
         self.held_changes = HeldChanges(self._transport)
+        self.history = History(self._transport)
 
     @property
     def base_url(self) -> str:

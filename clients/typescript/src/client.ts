@@ -9,6 +9,7 @@
 
 import { Changes } from "./changes.js";
 import { HeldChanges, SetupLinks } from "./directoryAdmin.js";
+import { History } from "./history.js";
 import { type Fetch, type QueryValue, type Sleep, Transport, segment } from "./http.js";
 import { Paged } from "./paging.js";
 import type { Delivery, Directory, DirectoryType, Group, GroupDetail, ScimRequest, User } from "./types.js";
@@ -241,6 +242,7 @@ export class Roster {
   readonly changes: Changes;
   readonly setupLinks: SetupLinks;
   readonly heldChanges: HeldChanges;
+  readonly history: History;
   readonly baseUrl: string;
 
   constructor(options: RosterOptions = {}) {
@@ -261,5 +263,6 @@ export class Roster {
     this.changes = new Changes(transport, sleep);
     this.setupLinks = new SetupLinks(transport);
     this.heldChanges = new HeldChanges(transport);
+    this.history = new History(transport);
   }
 }

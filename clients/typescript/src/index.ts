@@ -23,6 +23,7 @@ export type {
 export { Directories, Groups, Users } from "./client.js";
 export { Changes } from "./changes.js";
 export { HeldChanges, SetupLinks } from "./directoryAdmin.js";
+export { History, type HistoryPoint } from "./history.js";
 export type { SetupLinkCreate } from "./directoryAdmin.js";
 export type { FeedPosition, FollowOptions, ResendSelection } from "./changes.js";
 export {
@@ -45,6 +46,7 @@ export type {
   ChangeDelivery,
   DeprovisionGuardSetting,
   Delivery,
+  Diff,
   Directory,
   DirectoryType,
   DiscardedResult,
@@ -54,6 +56,8 @@ export type {
   GroupDetail,
   Guard,
   HeldChange,
+  HistoryGroup,
+  HistoryUser,
   Member,
   NewSetupLink,
   ResendResult,

@@ -1,4 +1,4 @@
-"""`manage.py directories list [--tenant T] [--product P] | show <id> | export <id> [--output FILE]`, and
+"""`manage.py directories list [--tenant T] [--product P] | show <id> | export <id> [--at TIME] [--output FILE]`, and
 the subcommands handed in at start-up (`held`: directories.guard.commands; `setup-link`, `setup-links`,
 `setup-link-revoke`: setuplinks.commands).
 
@@ -6,7 +6,9 @@ For operators on the host (contract §7.1). Never prints a secret: the SCIM and 
 in the portal or over the API. `export` writes JSON lines, `{"type": "user"|"group", "data": <the REST
 shape>}`, users first then groups (each group with its `members`), oldest first, reading the directory
 in chunks so memory stays flat; it shows a progress bar on stderr when that is a terminal and the lines
-do not go to the same terminal, and one plain summary line otherwise.
+do not go to the same terminal, and one plain summary line otherwise. With `--at` (a time, or an event
+number) it writes the directory as it was then (contract §5.3): each user with its `groups` then, each group
+with its `members` then; history hands that reader in at start-up (`export_at_set`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def subcommand_add(name: str, subcommand: Subcommand) -> None:
     _SUBCOMMANDS[name] = subcommand
 
 
+# `export --at`: (directory, the point as typed) -> (a line saying which point, the rows of the snapshot).
+# Handed in by history.apps, which sits above this app; it raises CommandError for a point it cannot show.
+ExportAt = Callable[[Directory, str], tuple[str, Iterator[tuple[str, dict[str, Any]]]]]
+_export_at: list[ExportAt] = []
+
+
+def export_at_set(reader: ExportAt) -> None:
+    _export_at[:] = [reader]
+
+
 class Command(BaseCommand):
     help = "List directories, show one, or export its users and groups as JSON lines (never secrets)."
 
@@ -71,6 +83,9 @@ class Command(BaseCommand):
         export = sub.add_parser("export", help="A directory's users and groups as JSON lines.")
         export.add_argument("directory_id")
         export.add_argument("--output", "-o", help="Write to this file instead of standard output.")
+        export.add_argument(
+            "--at", help="The directory as it was at this time (ISO 8601 with a time zone) or after this event number."
+        )
         for name, subcommand in _SUBCOMMANDS.items():
             subcommand.arguments(sub.add_parser(name, help=subcommand.help))
 
@@ -81,7 +96,7 @@ class Command(BaseCommand):
         elif action == "show":
             self._show(self.directory(options["directory_id"]))
         elif action == "export":
-            self._export(self.directory(options["directory_id"]), options.get("output"))
+            self._export(self.directory(options["directory_id"]), options.get("output"), options.get("at"))
         else:
             _SUBCOMMANDS[action].handle(self, options)
 
@@ -137,8 +152,15 @@ class Command(BaseCommand):
         for name, value in fields:
             self.stdout.write(f"{name:<{width}}  {value}")
 
-    def _export(self, directory: Directory, output: str | None) -> None:
-        total = directory_users(directory=directory).count() + directory_groups(directory=directory).count()
+    def _export(self, directory: Directory, output: str | None, at: str | None = None) -> None:
+        if at is not None:
+            if not _export_at:
+                raise CommandError("--at needs the history app.")
+            point, rows = _export_at[0](directory, at)
+            total = None
+        else:
+            point, rows = "", _export_rows(directory)
+            total = directory_users(directory=directory).count() + directory_groups(directory=directory).count()
         try:
             target: IO[str] = open(output, "w", encoding="utf-8") if output else self.stdout  # noqa: SIM115
         except OSError as exc:
@@ -147,7 +169,7 @@ class Command(BaseCommand):
         bar = tqdm(total=total, unit="row", file=sys.stderr, disable=to_terminal or not sys.stderr.isatty())
         counts = {"user": 0, "group": 0}
         try:
-            for kind, data in _export_rows(directory):
+            for kind, data in rows:
                 target.write(orjson.dumps({"type": kind, "data": data}).decode() + "\n", **_no_ending(target))
                 counts[kind] += 1
                 bar.update(1)
@@ -165,7 +187,7 @@ class Command(BaseCommand):
             else:
                 target.flush()
         where = output or "standard output"
-        summary = f"Exported {counts['user']} users and {counts['group']} groups of {directory.id} to {where}."
+        summary = f"Exported {counts['user']} users and {counts['group']} groups of {directory.id}{point} to {where}."
         self.stderr.write(summary, style_func=str)  # information, not the error colour of stderr
 
 

@@ -211,9 +211,70 @@ class HeldDiscardedEnvelope(Result):
 
 
 @dataclass
+class HistoryGroup(Result):
+    created_at: str
+    id: str
+    members: int
+    """
+    How many users the group had then.
+    """
+    name: str
+    raw: Any
+    """
+    The SCIM group as last received.
+    """
+    updated_at: str
+
+
+@dataclass
+class HistoryUser(Result):
+    active: bool
+    created_at: str
+    custom_attributes: dict[str, Any]
+    """
+    One entry per name of the directory's attribute_map: the value at its path, null if none.
+    """
+    email: str
+    first_name: str
+    groups: list[str]
+    """
+    The user's groups then.
+    """
+    id: str
+    last_name: str
+    raw: Any
+    """
+    The SCIM user as last received, without password.
+    """
+    roles: list[str]
+    """
+    Sorted, distinct roles the role_map gives the user's groups.
+    """
+    updated_at: str
+
+
+@dataclass
 class Member(Result):
     group_id: str
     user_id: str
+
+
+@dataclass
+class MembershipChanges(Result):
+    added: list[Member]
+    removed: list[Member]
+
+
+@dataclass
+class Point(Result):
+    created_at: Optional[str]
+    """
+    When that event was made.
+    """
+    sequence: int
+    """
+    The last event included (0: none).
+    """
 
 
 @dataclass
@@ -328,6 +389,19 @@ TypeEnum: TypeAlias = Literal["okta-scim-v2", "azure-scim-v2", "onelogin-scim-v2
 
 
 @dataclass
+class Update(Result):
+    after: Any
+    """
+    The same fields as they became.
+    """
+    before: Any
+    """
+    The changed fields as they were (`raw`: its changed keys).
+    """
+    id: str
+
+
+@dataclass
 class User(Result):
     active: bool
     created_at: str
@@ -348,6 +422,13 @@ class User(Result):
     Sorted, distinct roles the role_map gives the user's groups.
     """
     updated_at: str
+
+
+@dataclass
+class UserChanges(Result):
+    created: list[User]
+    deleted: list[User]
+    updated: list[Update]
 
 
 @dataclass
@@ -438,6 +519,13 @@ class DeliveryListEnvelope(Result):
 
 
 @dataclass
+class GroupChanges(Result):
+    created: list[Group]
+    deleted: list[Group]
+    updated: list[Update]
+
+
+@dataclass
 class GroupDetail(Result):
     created_at: str
     id: str
@@ -511,6 +599,36 @@ class Health(Result):
     * `silent` - silent
     * `healthy` - healthy
     * `never_connected` - never_connected
+    """
+
+
+@dataclass
+class HistoryGroupListEnvelope(Result):
+    as_of: Point
+    data: list[HistoryGroup]
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class HistoryMemberListEnvelope(Result):
+    as_of: Point
+    data: list[str]
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class HistoryUserListEnvelope(Result):
+    as_of: Point
+    data: list[HistoryUser]
+    error: Optional[Any]
+    """
+    Always null on success.
     """
 
 
@@ -675,6 +793,28 @@ class ChangeListEnvelope(Result):
     """
     The directory's events summary as of this read, as on the Directory.
     """
+
+
+@dataclass
+class Diff(Result):
+    groups: GroupChanges
+    memberships: MembershipChanges
+    next: Optional[str]
+    """
+    The cursor of the next page; null on the last.
+    """
+    users: UserChanges
+
+
+@dataclass
+class DiffEnvelope(Result):
+    data: Diff
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+    from_: Point
+    to: Point
 
 
 @dataclass

@@ -96,6 +96,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/directory-sync/{directory_id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed in a directory between two points
+         * @description The net change between two points: users and groups created, deleted (as they were) and updated (the fields `previous_attributes` names, before and after), memberships added and removed. Something created and deleted between the points is in no list; a field changed and changed back is not an update. Pages go through the lists in order (users, groups, memberships; created, deleted, updated); `data.next` is the cursor of the next page, null on the last.
+         */
+        get: operations["directory_history_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/directory-sync/{directory_id}/events": {
         parameters: {
             query?: never;
@@ -190,6 +210,66 @@ export interface paths {
          * @description Drops the chosen held changes (all with an empty object): the identity provider's view of those users is the application's again, so its next push or import sends them afresh. No event. When nothing is held any more the guard re-arms with an empty window.
          */
         post: operations["directory_held_changes_discard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/history/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The groups of a directory at a point, with their member counts then
+         * @description The directory as it was right after the last event at or before `at` (or the event numbered `sequence`): what the REST API showed then. `custom_attributes` and `roles` are computed with today's maps. Oldest first, paged. `as_of` beside `data` names the point shown. History reaches back as far as the changes feed keeps events; held changes (contract §4.2) appear from their approval.
+         */
+        get: operations["directory_history_groups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/history/groups/{group_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The user ids in a group at a point
+         * @description In the order they joined, paged. A group that did not exist at that point is a 404.
+         */
+        get: operations["directory_history_group_members"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/history/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The users of a directory at a point, with their groups then
+         * @description The directory as it was right after the last event at or before `at` (or the event numbered `sequence`): what the REST API showed then. `custom_attributes` and `roles` are computed with today's maps. Oldest first, paged. `as_of` beside `data` names the point shown. History reaches back as far as the changes feed keeps events; held changes (contract §4.2) appear from their approval.
+         */
+        get: operations["directory_history_users"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -577,6 +657,20 @@ export interface components {
             /** @description The sliding window, in minutes. Default 60. */
             window_minutes: number;
         };
+        Diff: {
+            groups: components["schemas"]["GroupChanges"];
+            memberships: components["schemas"]["MembershipChanges"];
+            /** @description The cursor of the next page; null on the last. */
+            next: string | null;
+            users: components["schemas"]["UserChanges"];
+        };
+        DiffEnvelope: {
+            data: components["schemas"]["Diff"];
+            /** @description Always null on success. */
+            error: unknown;
+            from: components["schemas"]["Point"];
+            to: components["schemas"]["Point"];
+        };
         Directory: {
             /** @description {name: SCIM attribute path}: each User's custom_attributes. */
             attribute_map: {
@@ -698,6 +792,11 @@ export interface components {
             raw: unknown;
             /** Format: date-time */
             updated_at: string;
+        };
+        GroupChanges: {
+            created: components["schemas"]["Group"][];
+            deleted: components["schemas"]["Group"][];
+            updated: components["schemas"]["Update"][];
         };
         GroupDetail: {
             /** Format: date-time */
@@ -827,11 +926,68 @@ export interface components {
             /** @description Held changes of this directory; an unknown one is a 400 and nothing is done. Approving a change approves the earlier held changes of the same user with it; discarding one discards the later ones. */
             ids?: string[];
         };
+        HistoryGroup: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            /** @description How many users the group had then. */
+            members: number;
+            name: string;
+            /** @description The SCIM group as last received. */
+            raw: unknown;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        HistoryGroupListEnvelope: {
+            as_of: components["schemas"]["Point"];
+            data: components["schemas"]["HistoryGroup"][];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        HistoryMemberListEnvelope: {
+            as_of: components["schemas"]["Point"];
+            data: string[];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        HistoryUser: {
+            active: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @description One entry per name of the directory's attribute_map: the value at its path, null if none. */
+            custom_attributes: {
+                [key: string]: unknown;
+            };
+            email: string;
+            first_name: string;
+            /** @description The user's groups then. */
+            groups: string[];
+            /** Format: uuid */
+            id: string;
+            last_name: string;
+            /** @description The SCIM user as last received, without password. */
+            raw: unknown;
+            /** @description Sorted, distinct roles the role_map gives the user's groups. */
+            roles: string[];
+            /** Format: date-time */
+            updated_at: string;
+        };
+        HistoryUserListEnvelope: {
+            as_of: components["schemas"]["Point"];
+            data: components["schemas"]["HistoryUser"][];
+            /** @description Always null on success. */
+            error: unknown;
+        };
         Member: {
             /** Format: uuid */
             group_id: string;
             /** Format: uuid */
             user_id: string;
+        };
+        MembershipChanges: {
+            added: components["schemas"]["Member"][];
+            removed: components["schemas"]["Member"][];
         };
         NewSetupLink: {
             allow_mapping: boolean;
@@ -895,6 +1051,15 @@ export interface components {
             webhook_secret?: string | null;
             /** @description Empty or null removes the webhook. */
             webhook_url?: string | null;
+        };
+        Point: {
+            /**
+             * Format: date-time
+             * @description When that event was made.
+             */
+            created_at: string | null;
+            /** @description The last event included (0: none). */
+            sequence: number;
         };
         ResendEnvelope: {
             data: components["schemas"]["ResendResult"];
@@ -1072,6 +1237,14 @@ export interface components {
          * @enum {string}
          */
         TypeEnum: "okta-scim-v2" | "azure-scim-v2" | "onelogin-scim-v2" | "jumpcloud-scim-v2" | "generic-scim-v2";
+        Update: {
+            /** @description The same fields as they became. */
+            after: unknown;
+            /** @description The changed fields as they were (`raw`: its changed keys). */
+            before: unknown;
+            /** Format: uuid */
+            id: string;
+        };
         User: {
             active: boolean;
             /** Format: date-time */
@@ -1091,6 +1264,11 @@ export interface components {
             roles: string[];
             /** Format: date-time */
             updated_at: string;
+        };
+        UserChanges: {
+            created: components["schemas"]["User"][];
+            deleted: components["schemas"]["User"][];
+            updated: components["schemas"]["Update"][];
         };
         UserEnvelope: {
             data: components["schemas"]["User"];
@@ -1126,6 +1304,8 @@ export type SchemaDeliveryListEnvelope = components['schemas']['DeliveryListEnve
 export type SchemaDeliveryStatusEnum = components['schemas']['DeliveryStatusEnum'];
 export type SchemaDeprovisionGuardInput = components['schemas']['DeprovisionGuardInput'];
 export type SchemaDeprovisionGuardSetting = components['schemas']['DeprovisionGuardSetting'];
+export type SchemaDiff = components['schemas']['Diff'];
+export type SchemaDiffEnvelope = components['schemas']['DiffEnvelope'];
 export type SchemaDirectory = components['schemas']['Directory'];
 export type SchemaDirectoryCreateInput = components['schemas']['DirectoryCreateInput'];
 export type SchemaDirectoryEnvelope = components['schemas']['DirectoryEnvelope'];
@@ -1137,6 +1317,7 @@ export type SchemaErrorEnvelope = components['schemas']['ErrorEnvelope'];
 export type SchemaEventEnum = components['schemas']['EventEnum'];
 export type SchemaEventsSummary = components['schemas']['EventsSummary'];
 export type SchemaGroup = components['schemas']['Group'];
+export type SchemaGroupChanges = components['schemas']['GroupChanges'];
 export type SchemaGroupDetail = components['schemas']['GroupDetail'];
 export type SchemaGroupEnvelope = components['schemas']['GroupEnvelope'];
 export type SchemaGroupListEnvelope = components['schemas']['GroupListEnvelope'];
@@ -1149,11 +1330,18 @@ export type SchemaHeldChange = components['schemas']['HeldChange'];
 export type SchemaHeldChangeListEnvelope = components['schemas']['HeldChangeListEnvelope'];
 export type SchemaHeldDiscardedEnvelope = components['schemas']['HeldDiscardedEnvelope'];
 export type SchemaHeldResolveInput = components['schemas']['HeldResolveInput'];
+export type SchemaHistoryGroup = components['schemas']['HistoryGroup'];
+export type SchemaHistoryGroupListEnvelope = components['schemas']['HistoryGroupListEnvelope'];
+export type SchemaHistoryMemberListEnvelope = components['schemas']['HistoryMemberListEnvelope'];
+export type SchemaHistoryUser = components['schemas']['HistoryUser'];
+export type SchemaHistoryUserListEnvelope = components['schemas']['HistoryUserListEnvelope'];
 export type SchemaMember = components['schemas']['Member'];
+export type SchemaMembershipChanges = components['schemas']['MembershipChanges'];
 export type SchemaNewSetupLink = components['schemas']['NewSetupLink'];
 export type SchemaNewSetupLinkEnvelope = components['schemas']['NewSetupLinkEnvelope'];
 export type SchemaNullEnum = components['schemas']['NullEnum'];
 export type SchemaPatchedDirectoryPatchInput = components['schemas']['PatchedDirectoryPatchInput'];
+export type SchemaPoint = components['schemas']['Point'];
 export type SchemaResendEnvelope = components['schemas']['ResendEnvelope'];
 export type SchemaResendIdsInput = components['schemas']['ResendIdsInput'];
 export type SchemaResendInput = components['schemas']['ResendInput'];
@@ -1170,7 +1358,9 @@ export type SchemaSetupLinkCreateInput = components['schemas']['SetupLinkCreateI
 export type SchemaSetupLinkListEnvelope = components['schemas']['SetupLinkListEnvelope'];
 export type SchemaSetupLinkStatusEnum = components['schemas']['SetupLinkStatusEnum'];
 export type SchemaTypeEnum = components['schemas']['TypeEnum'];
+export type SchemaUpdate = components['schemas']['Update'];
 export type SchemaUser = components['schemas']['User'];
+export type SchemaUserChanges = components['schemas']['UserChanges'];
 export type SchemaUserEnvelope = components['schemas']['UserEnvelope'];
 export type SchemaUserListEnvelope = components['schemas']['UserListEnvelope'];
 export type SchemaWebhookInfo = components['schemas']['WebhookInfo'];
@@ -2295,6 +2485,183 @@ export interface operations {
             };
         };
     };
+    directory_history_diff: {
+        parameters: {
+            query?: {
+                /** @description `data.next` of the previous page of this diff. */
+                cursor?: string;
+                /** @description The earlier point: an ISO 8601 time or a sequence number. Required unless `cursor` is given. */
+                from?: string;
+                /** @description Items per page across all the diff's lists (default 1000, at most 1000). */
+                pageLimit?: number;
+                /** @description When given, must be the directory's. */
+                product?: string;
+                /** @description When given, must be the directory's. */
+                tenant?: string;
+                /** @description The later point: an ISO 8601 time or a sequence number (default: now). */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description What was asked for is no longer kept */
+            410: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     directory_events_list: {
         parameters: {
             query?: {
@@ -3021,6 +3388,540 @@ export interface operations {
             };
             /** @description The request body is larger than 1 MiB */
             413: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_history_groups: {
+        parameters: {
+            query?: {
+                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the earliest point kept (the directory's creation, or the oldest event retention kept): 410. */
+                at?: string;
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+                /** @description When given, must be the directory's. */
+                product?: string;
+                /** @description The point right after the event with this sequence number (contract §5.1; 0: before the first). Past the last event: 400; before the oldest kept event once retention has cut the feed: 410. */
+                sequence?: number;
+                /** @description When given, must be the directory's. */
+                tenant?: string;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryGroupListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description What was asked for is no longer kept */
+            410: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_history_group_members: {
+        parameters: {
+            query?: {
+                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the earliest point kept (the directory's creation, or the oldest event retention kept): 410. */
+                at?: string;
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+                /** @description When given, must be the directory's. */
+                product?: string;
+                /** @description The point right after the event with this sequence number (contract §5.1; 0: before the first). Past the last event: 400; before the oldest kept event once retention has cut the feed: 410. */
+                sequence?: number;
+                /** @description When given, must be the directory's. */
+                tenant?: string;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryMemberListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description What was asked for is no longer kept */
+            410: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directory_history_users: {
+        parameters: {
+            query?: {
+                /** @description Only users with this `active`. */
+                active?: boolean;
+                /** @description The moment (ISO 8601 with a time zone): the directory right after the last event at or before it. Not with `sequence`; neither means now. In the future: 400; before the earliest point kept (the directory's creation, or the oldest event retention kept): 410. */
+                at?: string;
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+                /** @description When given, must be the directory's. */
+                product?: string;
+                /** @description The point right after the event with this sequence number (contract §5.1; 0: before the first). Past the last event: 400; before the oldest kept event once retention has cut the feed: 410. */
+                sequence?: number;
+                /** @description When given, must be the directory's. */
+                tenant?: string;
+            };
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryUserListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description What was asked for is no longer kept */
+            410: {
                 headers: {
                     /** @description The API key's limit, in requests per minute. */
                     "RateLimit-Limit"?: number;

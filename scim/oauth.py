@@ -12,8 +12,9 @@ run in this order, the first failure answering:
 3. The one throttle (adminauth.throttle, scope SCIM_OAUTH), by client address and by directory, before
    anything is looked up: 429.
 4. The directory, and its client: the client id is the directory's id, the secret is compared by its
-   SHA-256 digest with the stored one in constant time (also when the directory is unknown or has no
-   client secret yet, which answers exactly like a wrong secret) → invalid_client, counted by the throttle.
+   SHA-256 digest with each of the directory's unexpired secrets in constant time (also when the
+   directory is unknown or has none, which answers exactly like a wrong secret; an expired secret is a
+   wrong one) → invalid_client, counted by the throttle. The secret that matched is noted as used.
 5. `scope`: Roster's tokens have one scope, `scim` (every SCIM request of the directory). None asked: that
    one. Scope tokens of RFC 6749 §3.3's syntax: granted `scim`, said in the answer when it differs from
    what was asked (§5.1). Anything else → invalid_scope.
@@ -31,9 +32,12 @@ from typing import Any
 from adminauth.throttle import SCIM_OAUTH, failure_record, failures_clear, throttle_wait_seconds
 from core.crypto import secret_digest
 from core.requestid import scope_directory
+from directories.oauthsecrets import secrets_live
 from directories.selectors import directory_get
+from directories.services import scim_oauth_secret_used
+from scim import tokens
 from scim.authentication import Seen
-from scim.tokens import EXPIRES_IN, access_token_issue
+from scim.tokens import access_token_grant
 
 GRANT_TYPE = "client_credentials"
 SCOPE = "scim"
@@ -130,12 +134,17 @@ def client_credentials_grant(
         )
     directory = directory_get(directory_id=key) if key else None
     seen.looked_up, seen.directory = True, directory
-    stored = directory.scim_oauth_secret_hash if directory is not None else ""
-    # Both comparisons run every time, `&` does not short-circuit: timing does not tell an unknown
+    now = tokens.clock()
+    live = secrets_live(directory.scim_oauth_secrets, now) if directory is not None else []
+    # Every comparison runs every time, `&` does not short-circuit: timing does not tell an unknown
     # directory, a directory without a client secret, a wrong client id and a wrong secret apart.
     right_id = hmac.compare_digest(client_id.encode("utf-8", "surrogatepass"), (key or "-").encode())
-    right_secret = hmac.compare_digest(secret_digest(_text(secret)), stored or _NO_DIGEST)
-    if not (right_id & right_secret & bool(stored)) or directory is None:
+    digest = secret_digest(_text(secret))
+    matched = None
+    for entry in live or [{"id": None, "hash": _NO_DIGEST}]:
+        if hmac.compare_digest(digest, entry["hash"]) & (entry["id"] is not None):
+            matched = entry["id"]
+    if not (right_id & (matched is not None)) or directory is None or matched is None:
         failure_record(ip=client_ip, scope=SCIM_OAUTH, directory_id=key)
         raise invalid_client(_MALFORMED if basic is not None and not basic.readable else WRONG_CLIENT)
     seen.authenticated = True
@@ -146,7 +155,9 @@ def client_credentials_grant(
             403, "unauthorized_client", "This directory is deactivated; it accepts no SCIM requests and gets no token."
         )
     granted = _scope_granted(params.get("scope"))
-    return Grant(access_token=access_token_issue(directory=directory), expires_in=EXPIRES_IN, scope=granted)
+    issued = access_token_grant(directory=directory, secret_id=matched, now=now)
+    scim_oauth_secret_used(directory=directory, secret_id=matched)
+    return Grant(access_token=issued.token, expires_in=issued.expires_in, scope=granted)
 
 
 _MALFORMED = (

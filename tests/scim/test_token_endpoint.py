@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from adminauth.models import LoginFailure
 from directories.models import Directory
 from directories.services import directory_create, directory_update
-from scim.tokens import EXPIRES_IN
 from tests.actors import TEST_ACTOR
 from tests.scim.conftest import FORM_CT, OAuth, Scim, basic_header, oauth_on
+
+# SCIM_OAUTH_TOKEN_SECONDS, as the tests run (its default).
+EXPIRES_IN = 3600
 
 pytestmark = pytest.mark.django_db
 

@@ -26,6 +26,8 @@ export type DiscardedResult = Schemas["DiscardedResult"];
 export type Guard = Schemas["Guard"];
 export type DeprovisionGuardSetting = Schemas["DeprovisionGuardSetting"];
 export type ScimOAuthInfo = Schemas["ScimOAuthInfo"];
+export type ScimOAuthSecret = Schemas["ScimOAuthSecret"];
+export type NewScimOAuthSecret = Schemas["NewScimOAuthSecret"];
 export type DirectoryType = Schemas["TypeEnum"];
 export type EventType = Schemas["EventEnum"];
 

@@ -5,7 +5,7 @@
 its last 4 characters; `legacy` on the one secret carried over from when a directory had a single one).
 They live on the directory's row, not in a table of their own, because SCIM authentication reads that row
 on every request anyway: an access token names the secret that obtained it, and its check finds that
-secret's digest here without a query of its own (scim/tokens.py). A revoked secret leaves the list.
+secret's digest here without a query of its own (scim/access_tokens.py). A revoked secret leaves the list.
 
 These functions only read the list; the writes are services (directories.services.oauth_secrets).
 """

@@ -1,8 +1,8 @@
 """The client-credentials grant of a directory's OAuth client (contract §4.3, RFC 6749 §4.4).
 
-`client_credentials_grant` takes what the token endpoint's HTTP adapter (scim/http/token.py) read of a
+`client_credentials_grant` takes what the token endpoint's HTTP adapter (scim/http/token_endpoint.py) read of a
 request (its form parameters, and the client's credentials from an `Authorization: Basic` header) and
-answers with an access token (scim/tokens.py), or raises `OAuthError`, an error of RFC 6749 §5.2. Checks
+answers with an access token (scim/access_tokens.py), or raises `OAuthError`, an error of RFC 6749 §5.2. Checks
 run in this order, the first failure answering:
 
 1. `grant_type`: missing → invalid_request; anything but `client_credentials` → unsupported_grant_type.
@@ -35,9 +35,9 @@ from core.requestid import scope_directory
 from directories.oauthsecrets import secrets_live
 from directories.selectors import directory_get
 from directories.services import scim_oauth_secret_used
-from scim import tokens
+from scim import access_tokens
+from scim.access_tokens import access_token_grant
 from scim.authentication import Seen
-from scim.tokens import access_token_grant
 
 GRANT_TYPE = "client_credentials"
 SCOPE = "scim"
@@ -134,7 +134,7 @@ def client_credentials_grant(
         )
     directory = directory_get(directory_id=key) if key else None
     seen.looked_up, seen.directory = True, directory
-    now = tokens.clock()
+    now = access_tokens.clock()
     live = secrets_live(directory.scim_oauth_secrets, now) if directory is not None else []
     # Every comparison runs every time, `&` does not short-circuit: timing does not tell an unknown
     # directory, a directory without a client secret, a wrong client id and a wrong secret apart.

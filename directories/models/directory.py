@@ -49,7 +49,7 @@ class Directory(models.Model):
     # OAuth 2.0 client credentials for SCIM (contract §4.3). The client's id is the directory's id; its
     # secrets (up to 5 unexpired, each with an expiry) are kept as SHA-256 digests in this list, newest
     # first (directories.oauthsecrets: OAuth is off while none is unexpired). An access token is MACed with a
-    # key derived from the digest of the secret that obtained it (scim/tokens.py), so revoking a secret ends
+    # key derived from the digest of the secret that obtained it (scim/access_tokens.py), so revoking a secret ends
     # its tokens. `scim_static_secret_enabled` false turns the bearer secret above off (and a kept previous one).
     scim_oauth_secrets = models.JSONField(default=list, blank=True)
     scim_static_secret_enabled = models.BooleanField(default=True)

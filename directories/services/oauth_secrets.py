@@ -116,7 +116,7 @@ def directory_scim_oauth_secret_add(
 
 def directory_scim_oauth_secret_revoke(*, directory: Directory, secret_id: str, actor: Actor) -> Directory:
     """Revoke one client secret: it obtains no more tokens, and the tokens it obtained stop working at the
-    next request, on every node (scim/tokens.py); the other secrets and their tokens keep working. An
+    next request, on every node (scim/access_tokens.py); the other secrets and their tokens keep working. An
     unknown id is NotFound (404)."""
     with transaction.atomic():
         stored = _locked(directory)

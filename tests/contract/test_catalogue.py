@@ -137,7 +137,7 @@ def world(transactional_db: None, settings: Any) -> World:
         directory_create,
         directory_scim_oauth_secret_rotate,
     )
-    from scim.tokens import access_token_issue, lifetime
+    from scim.access_tokens import access_token_issue, lifetime
 
     settings.ADMIN_ROOT_TOKEN = ROOT
     # The token endpoint's cases try many wrong secrets on A: its per-directory budget must not answer 429

@@ -22,7 +22,7 @@ from core.crypto import secret_digest
 from core.timefmt import iso_utc
 from directories.models import Directory
 from directories.services import directory_scim_oauth_secret_add, directory_scim_oauth_secret_revoke
-from scim import tokens
+from scim import access_tokens
 from tests.actors import TEST_ACTOR
 from tests.scim.conftest import OAuth, oauth_on
 
@@ -195,19 +195,19 @@ def test_a_token_lives_the_setting_and_never_past_its_secret(
         directory=directory_a, expires_in_days=1, actor=TEST_ACTOR
     )
     now = int(time.time())
-    monkeypatch.setattr(tokens, "clock", lambda: now)
+    monkeypatch.setattr(access_tokens, "clock", lambda: now)
     body = OAuth(fresh(directory_a), secret).grant()
     assert body["expires_in"] == 7200
-    monkeypatch.setattr(tokens, "clock", lambda: now + 7199)
+    monkeypatch.setattr(access_tokens, "clock", lambda: now + 7199)
     assert scim_status(directory_a, body["access_token"]) == 200
-    monkeypatch.setattr(tokens, "clock", lambda: now + 7200)
+    monkeypatch.setattr(access_tokens, "clock", lambda: now + 7200)
     assert scim_status(directory_a, body["access_token"]) == 401
     # Ten minutes before the secret expires, a token lives ten minutes.
     ends = int(datetime.fromisoformat(entry["expires_at"]).timestamp())
-    monkeypatch.setattr(tokens, "clock", lambda: ends - 600)
+    monkeypatch.setattr(access_tokens, "clock", lambda: ends - 600)
     late = OAuth(fresh(directory_a), secret).grant()
     assert late["expires_in"] == 600
-    monkeypatch.setattr(tokens, "clock", lambda: ends)
+    monkeypatch.setattr(access_tokens, "clock", lambda: ends)
     assert scim_status(directory_a, late["access_token"]) == 401
 
 
@@ -219,8 +219,8 @@ def test_a_token_from_before_several_secrets_works_until_its_secret_is_revoked(d
     row.save(update_fields=["scim_oauth_secrets"])
     expires = int(time.time()) + 3600
     payload = bytes([1]) + row.id.bytes + expires.to_bytes(8, "big") + os.urandom(8)
-    old = tokens.PREFIX + (payload + tokens._mac(row.scim_oauth_secrets[0]["hash"], payload)).hex()
-    assert len(old) == tokens.TOKEN_LENGTH_1 and scim_status(row, old) == 200
+    old = access_tokens.PREFIX + (payload + access_tokens._mac(row.scim_oauth_secrets[0]["hash"], payload)).hex()
+    assert len(old) == access_tokens.TOKEN_LENGTH_1 and scim_status(row, old) == 200
     assert scim_status(row, oauth.token()) == 200
     directory_scim_oauth_secret_revoke(directory=row, secret_id=row.scim_oauth_secrets[0]["id"], actor=TEST_ACTOR)
     assert scim_status(row, old) == 401

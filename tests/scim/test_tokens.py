@@ -1,4 +1,4 @@
-"""Access tokens of a directory's OAuth client (scim/tokens.py): their shape, and what makes one fail."""
+"""Access tokens of a directory's OAuth client (scim/access_tokens.py): their shape, and what makes one fail."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from directories.models import Directory
 from directories.services import directory_scim_oauth_secret_rotate
-from scim import tokens
-from scim.tokens import PREFIX, TOKEN_LENGTH, access_token_check, access_token_issue, access_token_valid
+from scim import access_tokens
+from scim.access_tokens import PREFIX, TOKEN_LENGTH, access_token_check, access_token_issue, access_token_valid
 from tests.actors import TEST_ACTOR
 
 # SCIM_OAUTH_TOKEN_SECONDS, as the tests run (its default).
@@ -44,10 +44,10 @@ def test_a_token_works_until_its_expiry_and_not_a_second_more(directory: Directo
 
 
 def test_the_clock_is_the_module_s_and_moves_for_both(directory: Directory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "clock", lambda: NOW)
+    monkeypatch.setattr(access_tokens, "clock", lambda: NOW)
     token = access_token_issue(directory=directory)
     assert access_token_valid(token, directory=directory)
-    monkeypatch.setattr(tokens, "clock", lambda: NOW + EXPIRES_IN)
+    monkeypatch.setattr(access_tokens, "clock", lambda: NOW + EXPIRES_IN)
     assert not access_token_valid(token, directory=directory)
 
 

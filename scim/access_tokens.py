@@ -85,7 +85,7 @@ def _secret_key_changed(*, setting: str, **_: Any) -> None:
         _mac_checked.cache_clear()
 
 
-setting_changed.connect(_secret_key_changed, dispatch_uid="scim.tokens")
+setting_changed.connect(_secret_key_changed, dispatch_uid="scim.access_tokens")
 
 
 class Issued:

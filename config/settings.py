@@ -286,6 +286,9 @@ LOGGING = {
         # 4xx answers (every SCIM 404 for a deleted user, Okta's probes) would log a WARNING with the
         # full path, which carries user ids; 5xx are still logged as ERROR.
         "django.request": {"level": "ERROR", "filters": ["already_logged"]},
+        # The token endpoint's grant (scim/oauth.py): oauthlib's DEBUG lines carry the access token it
+        # issued and the request's form, so they never reach a handler, whatever LOG_LEVEL says.
+        "oauthlib": {"level": "WARNING"},
     },
 }
 

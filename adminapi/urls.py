@@ -36,6 +36,16 @@ urlpatterns = [
         name="admin-scim-oauth-secret",
     ),
     path(
+        "directories/<str:directory_id>/scim-oauth-secrets",
+        secrets.AdminScimOAuthSecretsApi.as_view(),
+        name="admin-scim-oauth-secrets",
+    ),
+    path(
+        "directories/<str:directory_id>/scim-oauth-secrets/<str:secret_id>",
+        secrets.AdminScimOAuthSecretsItemApi.as_view(),
+        name="admin-scim-oauth-secret-item",
+    ),
+    path(
         "directories/<str:directory_id>/users",
         users_groups.AdminDirectoryUsersApi.as_view(),
         name="admin-directory-users",

@@ -134,7 +134,7 @@ class Harness:
         self.credential = self.directory.scim_secret
         if "oauth_token" in on:
             from directories.services import directory_scim_oauth_secret_rotate
-            from scim.tokens import access_token_issue
+            from scim.access_tokens import access_token_issue
 
             rotate = directory_scim_oauth_secret_rotate
             self.directory, _secret, _first = rotate(directory=self.directory, **systems.service_actor(rotate))
@@ -446,23 +446,26 @@ def credential_checks(directory: Any, rounds: int = 5, calls: int = 20000) -> di
     with an access token of the directory's OAuth client as an identity provider sends it (the same token
     for an hour: its check is memoized after the first request), and with a token seen for the first time
     (its MAC computed). The least loaded of `rounds`."""
+    import scim.access_tokens as access_tokens
     import scim.authentication as authentication
-    import scim.tokens as tokens
 
     lookup = authentication.directory_get
     authentication.directory_get = lambda directory_id: directory
-    token = tokens.access_token_issue(directory=directory)
+    token = access_tokens.access_token_issue(directory=directory)
     try:
         out = {}
         for name, credentials in (
             ("static secret", lambda: [directory.scim_secret] * calls),
             ("access token", lambda: [token] * calls),
-            ("access token, first use", lambda: [tokens.access_token_issue(directory=directory) for _ in range(calls)]),
+            (
+                "access token, first use",
+                lambda: [access_tokens.access_token_issue(directory=directory) for _ in range(calls)],
+            ),
         ):
             best = float("inf")
             for _ in range(rounds):
                 presented = credentials()
-                tokens._mac_checked.cache_clear()
+                access_tokens._mac_checked.cache_clear()
                 authentication.authenticate(directory.id, token)  # passes; the repeated token is memoized
                 cpu0 = time.process_time()
                 for credential in presented:

@@ -60,6 +60,13 @@ SETUP_FRAME_ANCESTORS = frame_ancestors_check(env.str("SETUP_FRAME_ANCESTORS", d
 SCIM_LOG_RETENTION_DAYS = env.int("SCIM_LOG_RETENTION_DAYS", default=7)
 SCIM_SILENT_DAYS = env.int("SCIM_SILENT_DAYS", default=7)
 SCIM_ACTIVITY_FLUSH_SECONDS = env.float("SCIM_ACTIVITY_FLUSH_SECONDS", default=2.0)
+# Seconds a SCIM access token of the OAuth client lives (contract §4.3; Microsoft asks for 1 to 6 hours).
+SCIM_OAUTH_TOKEN_SECONDS = env.int("SCIM_OAUTH_TOKEN_SECONDS", default=3600)
+if not 3600 <= SCIM_OAUTH_TOKEN_SECONDS <= 21600:
+    raise ImproperlyConfigured(
+        f"SCIM_OAUTH_TOKEN_SECONDS must be from 3600 to 21600 (seconds an access token lives), "
+        f"not {SCIM_OAUTH_TOKEN_SECONDS}."
+    )
 
 # Rate limits (contract §4.5, core.ratelimit): SCIM requests per minute per directory (a directory's
 # scim_rate_limit overrides it) and REST requests per minute per API key, 0 for no limit; and where every
@@ -281,6 +288,9 @@ LOGGING = {
         # 4xx answers (every SCIM 404 for a deleted user, Okta's probes) would log a WARNING with the
         # full path, which carries user ids; 5xx are still logged as ERROR.
         "django.request": {"level": "ERROR", "filters": ["already_logged"]},
+        # The token endpoint's grant (scim/oauth.py): oauthlib's DEBUG lines carry the access token it
+        # issued and the request's form, so they never reach a handler, whatever LOG_LEVEL says.
+        "oauthlib": {"level": "WARNING"},
     },
 }
 

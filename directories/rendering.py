@@ -41,6 +41,16 @@ def scim_oauth_data(directory: Directory, *, client_secret: str | None = None) -
     return data
 
 
+def oauth_secret_new_data(entry: dict[str, Any], secret: str) -> dict[str, Any]:
+    """An OAuth client secret just added (contract §4.3): the only answer that shows it."""
+    return {
+        "id": entry["id"],
+        "client_secret": secret,
+        "created_at": entry["created_at"],
+        "expires_at": entry["expires_at"],
+    }
+
+
 def events_data(last_sequence: int, oldest_sequence: int | None) -> dict[str, Any]:
     """`events` (contract §5.1): where the directory's changes feed stands. Also the `events` of a feed read."""
     return {"last_sequence": last_sequence, "oldest_sequence": oldest_sequence}

@@ -42,6 +42,16 @@ urlpatterns = [
         name="directory_scim_oauth_secret",
     ),
     path(
+        "directories/<str:directory_id>/scim-oauth-secrets",
+        directories.directory_scim_oauth_secret_add,
+        name="directory_scim_oauth_secret_add",
+    ),
+    path(
+        "directories/<str:directory_id>/scim-oauth-secrets/<str:secret_id>/revoke",
+        directories.directory_scim_oauth_secret_revoke,
+        name="directory_scim_oauth_secret_revoke",
+    ),
+    path(
         "directories/<str:directory_id>/scim-static-secret",
         directories.directory_scim_static_secret_set,
         name="directory_scim_static_secret",

@@ -1,5 +1,5 @@
 """The REST API under /api/v1/directory-sync (and the /api/v1/dsync alias): the base of every view, and the
-directories themselves (list, create, read, change, delete; the SCIM secret and the OAuth client secret).
+directories themselves (list, create, read, change, delete; the SCIM secret and the OAuth client secrets).
 Users and groups are in restapi.users_groups, the other topics in a module each (restapi.urls).
 
 Views are thin: read the query or body, call one selector or service, render the public shape in the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,15 +21,19 @@ from core.apiinput import json_body, json_object_body, page_bounds, query_check,
 from core.envelope import EnvelopeOnly, ok
 from core.errors import NotFound
 from directories.models import Directory
-from directories.rendering import directories_data, directory_data, directory_with_client_secret
+from directories.oauthsecrets import secret_public
+from directories.rendering import directories_data, directory_data, directory_with_client_secret, oauth_secret_new_data
 from directories.selectors import directory_get, directory_list
 from directories.services import (
     directory_create,
     directory_delete,
     directory_previous_scim_secret_revoke,
+    directory_scim_oauth_secret_add,
+    directory_scim_oauth_secret_revoke,
     directory_scim_oauth_secret_rotate,
     directory_scim_secret_rotate,
     directory_update,
+    scim_oauth_secret_add_input,
     scim_oauth_secret_rotation_input,
     scim_secret_rotation_input,
 )
@@ -190,3 +194,56 @@ class ScimOAuthSecretApi(ApiView):
         scim_oauth_secret_rotation_input(json_object_body(request))
         directory, secret, _first = directory_scim_oauth_secret_rotate(directory=directory, actor=actor_of(request))
         return ok(directory_with_client_secret(directory, secret))
+
+
+class ScimOAuthSecretsApi(ApiView):
+    @extend_schema(
+        operation_id="directories_scim_oauth_secrets_list",
+        summary="List the OAuth client secrets of the SCIM endpoint",
+        description=(
+            "Newest first, expired ones included (their expires_at is past), revoked ones not. Never the secret: "
+            "its last 4 characters (hint) tell which one an identity provider holds."
+        ),
+        parameters=[doc.path_uuid("directory_id")],
+        responses={200: scim_doc.ScimOAuthSecretListEnvelope, **doc.errors(404)},
+    )
+    def get(self, request: Request, directory_id: str) -> Response:
+        directory = directory_or_404(directory_id)
+        return ok([secret_public(entry) for entry in directory.scim_oauth_secrets])
+
+    @extend_schema(
+        operation_id="directories_scim_oauth_secrets_add",
+        summary="Add an OAuth client secret to the SCIM endpoint",
+        description=(
+            "A new client secret, shown in this answer only, working expires_in_days days (default 365); the "
+            "other secrets keep working, so an identity provider can be moved to the new one before the old one "
+            "is revoked. The first one turns OAuth on. At most 5 unexpired secrets: a sixth is a 409."
+        ),
+        parameters=[doc.path_uuid("directory_id")],
+        request=scim_doc.ScimOAuthSecretAddInput,
+        responses={201: scim_doc.NewScimOAuthSecretEnvelope, **doc.errors(404, 409, 413)},
+    )
+    def post(self, request: Request, directory_id: str) -> Response:
+        directory = directory_or_404(directory_id)
+        days = scim_oauth_secret_add_input(json_object_body(request))
+        _directory, entry, secret = directory_scim_oauth_secret_add(
+            directory=directory, expires_in_days=days, actor=actor_of(request)
+        )
+        return ok(oauth_secret_new_data(entry, secret), status=201)
+
+
+class ScimOAuthSecretsItemApi(ApiView):
+    @extend_schema(
+        operation_id="directories_scim_oauth_secrets_revoke",
+        summary="Revoke one OAuth client secret of the SCIM endpoint",
+        description=(
+            "At once, on every node: the secret obtains no more access tokens and the ones it obtained stop "
+            "working; the other secrets and their tokens keep working."
+        ),
+        parameters=[doc.path_uuid("directory_id"), doc.path_uuid("secret_id")],
+        responses={204: OpenApiResponse(description="Revoked; no body."), **doc.errors(404)},
+    )
+    def delete(self, request: Request, directory_id: str, secret_id: str) -> Response:
+        directory = directory_or_404(directory_id)
+        directory_scim_oauth_secret_revoke(directory=directory, secret_id=secret_id, actor=actor_of(request))
+        return Response(status=204)

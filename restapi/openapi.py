@@ -113,6 +113,7 @@ _CLOSED_BODIES = (
     "ScimPatchInput",
     "ScimSecretRotateInput",
     "ScimOAuthSecretRotateInput",
+    "ScimOAuthSecretAddInput",
     "ResendRangeInput",
     "ResendIdsInput",
     "SetupLinkCreateInput",

@@ -1,5 +1,5 @@
 """OpenAPI description of the SCIM connection (contract §4.1, §4.3): the SCIM secret rotation body, the SCIM
-request log, and the body of the OAuth client secret's rotation."""
+request log, and the OAuth client's secrets: the rotation's body, one added, the list."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from core.apiinput import HTTP_STATUS_MAX, HTTP_STATUS_MIN
-from directories.services import GRACE_SECONDS_MAX
+from directories.services import EXPIRES_IN_DAYS_DEFAULT, EXPIRES_IN_DAYS_MAX, EXPIRES_IN_DAYS_MIN, GRACE_SECONDS_MAX
 from restapi.openapi_common import envelope
 
 SCIM_FAILED = OpenApiParameter(
@@ -37,6 +37,38 @@ class ScimSecretRotateInput(serializers.Serializer):
 # additionalProperties is set to false by restapi.openapi._tighten; this docstring is the public description.
 class ScimOAuthSecretRotateInput(serializers.Serializer):
     """No body, or {}: any field is a 400."""
+
+
+# additionalProperties is set to false by restapi.openapi._tighten; this docstring is the public description.
+class ScimOAuthSecretAddInput(serializers.Serializer):
+    """The optional body of a new client secret; any other field is a 400."""
+
+    expires_in_days = serializers.IntegerField(
+        required=False,
+        min_value=EXPIRES_IN_DAYS_MIN,
+        max_value=EXPIRES_IN_DAYS_MAX,
+        help_text=f"Days the secret works (default {EXPIRES_IN_DAYS_DEFAULT}). An integer: not a string, a float "
+        "or a boolean.",
+    )
+
+
+class ScimOAuthSecretSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(help_text="From then on it obtains no token, and its tokens end.")
+    last_used_at = serializers.DateTimeField(allow_null=True, help_text="When it last obtained an access token.")
+    hint = serializers.CharField(help_text="The secret's last 4 characters (empty for one made before hints).")
+
+
+class NewScimOAuthSecretSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    client_secret = serializers.CharField(help_text="Shown in this answer only: only its SHA-256 digest is stored.")
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+
+
+ScimOAuthSecretListEnvelope = envelope("ScimOAuthSecretListEnvelope", ScimOAuthSecretSerializer(many=True))
+NewScimOAuthSecretEnvelope = envelope("NewScimOAuthSecretEnvelope", NewScimOAuthSecretSerializer())
 
 
 class ScimRequestSerializer(serializers.Serializer):

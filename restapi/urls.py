@@ -4,9 +4,9 @@ Order matters: `users` and `groups` come before `<directory_id>`, or they would 
 `<directory_id>/users` and `<directory_id>/groups` are one directory's users and groups (restapi.users_groups).
 `<directory_id>/events` is the delivery log (restapi.deliveries); `<directory_id>/scim-requests` the SCIM
 request log (restapi.scim_requests), `<directory_id>/scim-secret` its rotation, `<directory_id>/scim-oauth-secret`
-the OAuth client secret of the SCIM endpoint (contract §4.3), `<directory_id>/changes`
-the changes feed (restapi.changes), `<directory_id>/changes/resend` one more attempt of chosen events
-(restapi.resends), `<directory_id>/setup-links` the directory's setup links (restapi.setup_links),
+the OAuth client secret of the SCIM endpoint (contract §4.3) and `…/scim-oauth-secrets` its several secrets,
+`<directory_id>/changes` the changes feed (restapi.changes), `<directory_id>/changes/resend` one more attempt
+of chosen events (restapi.resends), `<directory_id>/setup-links` the directory's setup links (restapi.setup_links),
 `<directory_id>/held-changes` the changes its deprovision guard holds (restapi.held_changes), and
 `<directory_id>/history/…` and `<directory_id>/diff` its history (restapi.history).
 """
@@ -77,6 +77,16 @@ def _scim_connection_routes(prefix: str, suffix: str) -> list:
             f"{prefix}/<str:directory_id>/scim-oauth-secret",
             apis.ScimOAuthSecretApi.as_view(),
             name=f"scim-oauth-secret{suffix}",
+        ),
+        path(
+            f"{prefix}/<str:directory_id>/scim-oauth-secrets",
+            apis.ScimOAuthSecretsApi.as_view(),
+            name=f"scim-oauth-secrets{suffix}",
+        ),
+        path(
+            f"{prefix}/<str:directory_id>/scim-oauth-secrets/<str:secret_id>",
+            apis.ScimOAuthSecretsItemApi.as_view(),
+            name=f"scim-oauth-secret-item{suffix}",
         ),
     ]
 

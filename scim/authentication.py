@@ -1,6 +1,6 @@
 """Who a SCIM request is: the directory whose credential it presents (contract §4.1, §4.3): its static
 SCIM secret (the current one, or the previous one while a rotation's grace lasts) unless the directory
-turned it off, or an access token of its OAuth client (scim/tokens.py).
+turned it off, or an access token of its OAuth client (scim/access_tokens.py).
 
 `authenticate` runs before anything of a request is parsed (scim/processor.py): until it has passed, a
 request costs the directory's lookup and what its URL names (its first read), nothing else.
@@ -18,9 +18,9 @@ from core.requestid import scope_directory
 from directories.models import Directory
 from directories.selectors import directory_get
 from scim import storage
+from scim.access_tokens import access_token_check
 from scim.protocol.errors import ScimError
 from scim.selectors import FirstRead
-from scim.tokens import access_token_check
 
 UNAUTHORIZED = (
     "Authentication failed. Send 'Authorization: Bearer <SCIM secret or OAuth access token of this directory>'."

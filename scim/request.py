@@ -28,7 +28,7 @@ class Method(NamedTuple):
 
     # A SCIM route's: called as handler(directory, request, body, first_read) once the request is
     # authenticated; `body` is the parsed document when `body` is true, else None. The token endpoint's:
-    # the grant, called by its adapter (scim/http/token.py) with the form it read.
+    # the grant, called by its adapter (scim/http/token_endpoint.py) with the form it read.
     handler: Callable[..., Any]
     # It takes a body (RFC 7644 §3.3 POST, §3.5.1 PUT, §3.5.2 PATCH, §3.4.3 POST .search): only then is the
     # body read, and it must be JSON.

@@ -14,7 +14,7 @@ A request is routed in two steps, each a single lookup:
 
 One route is not a SCIM resource: `oauth/token` (core.surfaces.SCIM_TOKEN_PATH), the token endpoint of the
 directory's OAuth client (contract §4.3). The same lookup finds it, its route's `protocol` is OAUTH, and
-the HTTP adapter hands it to the token endpoint (scim/http/token.py), which answers in RFC 6749's format,
+the HTTP adapter hands it to the token endpoint (scim/http/token_endpoint.py), which answers in RFC 6749's format,
 its 405 and `Allow` from this route too. The embedding API has no token endpoint (scim/api.py).
 """
 

@@ -7,9 +7,11 @@ import uuid
 from datetime import datetime
 
 from django.db import models
+from django.utils import timezone
 
 from core.crypto import EncryptedTextField
 from directories.guard.rules import guard_defaults
+from directories.oauthsecrets import secrets_live
 
 
 class DirectoryType(models.TextChoices):
@@ -44,12 +46,12 @@ class Directory(models.Model):
     log_scim_requests = models.BooleanField(default=False)
     previous_scim_secret = EncryptedTextField(blank=True, default="")
     previous_scim_secret_expires_at = models.DateTimeField(null=True, blank=True)
-    # OAuth 2.0 client credentials for SCIM (contract §4.3). The client's id is the directory's id; of its
-    # secret only the SHA-256 digest is kept ("" until one is made: OAuth is off until then). Access tokens
-    # are MACed with a key derived from this digest (scim/tokens.py), so a new secret ends every earlier
-    # token. `scim_static_secret_enabled` false turns the bearer secret above off (and a kept previous one).
-    scim_oauth_secret_hash = models.CharField(max_length=64, blank=True, default="")
-    scim_oauth_secret_created_at = models.DateTimeField(null=True, blank=True)
+    # OAuth 2.0 client credentials for SCIM (contract §4.3). The client's id is the directory's id; its
+    # secrets (up to 5 unexpired, each with an expiry) are kept as SHA-256 digests in this list, newest
+    # first (directories.oauthsecrets: OAuth is off while none is unexpired). An access token is MACed with a
+    # key derived from the digest of the secret that obtained it (scim/access_tokens.py), so revoking a secret ends
+    # its tokens. `scim_static_secret_enabled` false turns the bearer secret above off (and a kept previous one).
+    scim_oauth_secrets = models.JSONField(default=list, blank=True)
     scim_static_secret_enabled = models.BooleanField(default=True)
     # The deprovision guard (contract §4.2, directories.guard): its setting, when it tripped (set while any
     # change is held, so the SCIM reads, which get this row with the authentication, overlay held changes
@@ -74,8 +76,14 @@ class Directory(models.Model):
 
     @property
     def scim_oauth_enabled(self) -> bool:
-        """Whether the directory's OAuth client has a secret, so its token endpoint issues tokens."""
-        return bool(self.scim_oauth_secret_hash)
+        """Whether the directory's OAuth client has an unexpired secret, so its token endpoint issues tokens."""
+        return bool(secrets_live(self.scim_oauth_secrets, timezone.now()))
+
+    @property
+    def scim_oauth_secret_created_at(self) -> datetime | None:
+        """When its newest client secret was made (None without one)."""
+        stored = self.scim_oauth_secrets
+        return datetime.fromisoformat(stored[0]["created_at"]) if stored else None
 
     def previous_scim_secret_valid(self, now: datetime) -> bool:
         """Whether the secret a rotation with grace kept still authenticates at `now`."""

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from audit.actors import Actor
 from core import ratelimit
@@ -16,6 +17,7 @@ from directories.activity.services import scim_health_settle
 from directories.guard.rules import guard_setting_merge
 from directories.mapping import attribute_map_problem, role_map_problem
 from directories.models import Directory, DirectoryType
+from directories.oauthsecrets import secrets_live
 from directories.outbox import outbox as _events
 from directories.rendering import directory_public_data as _public
 from directories.services.auditing import directory_audit, update_action, update_details
@@ -179,10 +181,11 @@ def directory_update(*, directory: Directory, data: dict[str, Any], actor: Actor
         if "scim_static_secret_enabled" in changed and not changes["scim_static_secret_enabled"]:
             # Under the row's lock, from the row as committed: the directory must keep a way in.
             locked = Directory.objects.select_for_update().filter(pk=directory.pk)
-            if not locked.values_list("scim_oauth_secret_hash", flat=True).first():
+            if not secrets_live(locked.values_list("scim_oauth_secrets", flat=True).first(), timezone.now()):
                 raise Conflict(
-                    "The static SCIM secret cannot be turned off while OAuth has no client secret: the directory "
-                    "would have no way in. Create the OAuth client secret first (POST …/scim-oauth-secret).",
+                    "The static SCIM secret cannot be turned off while OAuth has no client secret (none unexpired): "
+                    "the directory would have no way in. Create the OAuth client secret first "
+                    "(POST …/scim-oauth-secret).",
                 )
         for field in changed:
             setattr(directory, field, changes[field])

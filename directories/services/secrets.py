@@ -1,5 +1,5 @@
-"""A directory's secrets: the SCIM secret, rotated with grace and the previous one stopped (contract §4.1), the
-OAuth client secret of its SCIM endpoint (contract §4.3), and its webhook secret."""
+"""A directory's secrets: the SCIM secret, rotated with grace and the previous one stopped (contract §4.1), and
+its webhook secret. The OAuth client secrets of its SCIM endpoint (contract §4.3) are in `oauth_secrets`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from audit.actors import Actor
 from core.apiinput import fields_known
-from core.crypto import secret_digest
 from core.errors import NotFound, ValidationFailed
 from directories.activity.services import scim_previous_secret_forgotten, scim_secret_rotated
 from directories.models import Directory
@@ -83,31 +82,6 @@ def directory_previous_scim_secret_revoke(*, directory: Directory, actor: Actor)
         if had:
             directory_audit(actor=actor, action="directory.previous_scim_secret_revoked", directory=directory)
     return directory, had
-
-
-def directory_scim_oauth_secret_rotate(*, directory: Directory, actor: Actor) -> tuple[Directory, str, bool]:
-    """A new client secret for the directory's OAuth client (contract §4.3): returns the directory, the
-    secret (only its SHA-256 digest is stored: shown in this answer only) and whether it is the first
-    (OAuth was off until now). Every access token issued before stops working at once, on every node:
-    their key is derived from the digest (scim/tokens.py). Audited, never with the secret."""
-    secret = secret_generate()
-    with transaction.atomic():
-        # Under the row's lock: of two rotations at once, the one that commits last is the secret that works.
-        locked = Directory.objects.select_for_update().filter(pk=directory.pk)
-        previous = locked.values_list("scim_oauth_secret_hash", flat=True).first()
-        if previous is None:
-            raise NotFound("Directory not found.")  # deleted since it was read
-        directory.scim_oauth_secret_hash = secret_digest(secret)
-        directory.scim_oauth_secret_created_at = timezone.now()
-        directory.save(update_fields=["scim_oauth_secret_hash", "scim_oauth_secret_created_at", "updated_at"])
-        details = {"first": not previous}
-        directory_audit(actor=actor, action="directory.scim_oauth_secret_rotated", directory=directory, details=details)
-    return directory, secret, not previous
-
-
-def scim_oauth_secret_rotation_input(data: dict[str, Any]) -> None:
-    """The body of a client secret rotation: `{}` (or none). Any field is a 400 naming it."""
-    fields_known(data, [])
 
 
 def directory_webhook_secret_rotate(*, directory: Directory, actor: Actor) -> Directory:

@@ -8,12 +8,14 @@ the audit entry, so each admin action is audited exactly once, whether it comes 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -109,6 +111,8 @@ def directory_detail(request: HttpRequest, directory_id: str) -> HttpResponse:
             "setup_links": links,
             "invite_form": SetupLinkInviteForm(),
             "oauth": scim_oauth_data(directory),
+            "oauth_secrets": _oauth_secrets_rows(directory),
+            "oauth_token_hours": settings.SCIM_OAUTH_TOKEN_SECONDS / 3600,
             "tab": "overview",
             **_health_context(directory),
             **guard_context(directory),
@@ -292,6 +296,70 @@ def directory_scim_oauth_secret_rotate(request: HttpRequest, directory_id: str) 
         "portal/directories/confirm_oauth_secret.html",
         {"directory": directory, "oauth": scim_oauth_data(directory), "tab": "overview"},
     )
+
+
+def _oauth_secrets_rows(directory: Directory) -> list[dict[str, Any]]:
+    """The directory's OAuth client secrets for the overview's table: times as datetimes (shown in the
+    admin's time zone), and whether each has expired."""
+    now = timezone.now()
+    rows = []
+    for entry in directory.scim_oauth_secrets:
+        row = {key: datetime.fromisoformat(entry[key]) for key in ("created_at", "expires_at")}
+        used = entry.get("last_used_at")
+        row.update(
+            id=entry["id"],
+            hint=entry["hint"],
+            last_used_at=datetime.fromisoformat(used) if used else None,
+            expired=row["expires_at"] <= now,
+        )
+        rows.append(row)
+    return rows
+
+
+@admin_page
+@require_POST
+def directory_scim_oauth_secret_add(request: HttpRequest, directory_id: str) -> HttpResponse:
+    """Add an OAuth client secret (contract §4.3) working the days the form says; shown on the answer once."""
+    directory = directory_get(directory_id=directory_id)
+    if directory is None:
+        return not_found(request, "directory")
+    raw = request.POST.get("expires_in_days", "").strip()
+    try:
+        # A form sends text: digits are the number of days, anything else is refused as the API refuses it.
+        days = services.scim_oauth_secret_add_input({"expires_in_days": int(raw) if raw.isdigit() else raw})
+        directory, entry, secret = services.directory_scim_oauth_secret_add(
+            directory=directory, expires_in_days=days, actor=actor_of(request)
+        )
+    except RosterError as exc:  # out of bounds, or a sixth unexpired secret (409)
+        messages.error(request, exc.message)
+        return redirect(f"{reverse('portal:directory', args=[directory.id])}#oauth-method")
+    # Shown on this answer only: only its digest is stored, and this page is never cached.
+    return render(
+        request,
+        "portal/directories/oauth_secret_created.html",
+        {
+            "directory": directory,
+            "oauth": scim_oauth_data(directory, client_secret=secret),
+            "added": _oauth_secrets_rows(directory)[0] | {"id": entry["id"]},
+            "tab": "overview",
+        },
+    )
+
+
+@admin_page
+@require_POST
+def directory_scim_oauth_secret_revoke(request: HttpRequest, directory_id: str, secret_id: str) -> HttpResponse:
+    """Revoke one OAuth client secret: it and its access tokens stop at once; the others keep working."""
+    directory = directory_get(directory_id=directory_id)
+    if directory is None:
+        return not_found(request, "directory")
+    try:
+        services.directory_scim_oauth_secret_revoke(directory=directory, secret_id=secret_id, actor=actor_of(request))
+    except RosterError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "The client secret is revoked: its access tokens no longer work.")
+    return redirect(f"{reverse('portal:directory', args=[directory.id])}#oauth-method")
 
 
 @admin_page

@@ -1,16 +1,13 @@
 """What the HTTP adapters read of a request before it becomes SCIM's own (scim.request.ScimRequest): its
 Content-Length, as both entries (scim.http.wsgi and Django's view, scim.http.views) and the token endpoint's
-adapter check it before reading a body. `Route` is SCIM's (scim.request), named here for the adapters that
-take one."""
+adapter check it before reading a body."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from scim.request import Route
-
-__all__ = ["Route", "content_length"]
+__all__ = ["content_length"]
 
 
 def content_length(environ: Mapping[str, Any]) -> int:

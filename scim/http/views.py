@@ -9,7 +9,7 @@ before anything else so that a huge or non-JSON body is never read into the proc
 request is counted for /metrics and, when it is a write or a 4xx, logged (scim/http/observe.py).
 
 The one route under the SCIM prefix that is not a SCIM resource, the token endpoint of the directory's
-OAuth client (contract §4.3), is found by the same lookup and answered by scim/http/token.py in RFC
+OAuth client (contract §4.3), is found by the same lookup and answered by scim/http/token_endpoint.py in RFC
 6749's format (`application/json`); its scope, counting and record are the same as a SCIM request's.
 """
 
@@ -36,9 +36,9 @@ from scim.http.activity import Exchange
 from scim.http.limits import TOKEN_ERROR, Admission, early_refusal, refused_detail, scim_refused, token_refused_body
 from scim.http.observe import scim_observed
 from scim.http.request import content_length
-from scim.http.token import CONTENT_TYPE as TOKEN_CONTENT_TYPE
-from scim.http.token import NO_STORE as TOKEN_NO_STORE
-from scim.http.token import token_answer
+from scim.http.token_endpoint import CONTENT_TYPE as TOKEN_CONTENT_TYPE
+from scim.http.token_endpoint import NO_STORE as TOKEN_NO_STORE
+from scim.http.token_endpoint import token_answer
 from scim.processor import MAX_BODY_BYTES, process
 from scim.protocol.errors import ScimError, invalid_syntax
 from scim.request import OAUTH, Route, ScimRequest
@@ -73,7 +73,7 @@ def scim_answer(
 
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
     the request's id (`X-Request-Id`, on every answer); the token endpoint's answers are RFC 6749's JSON
-    (scim/http/token.py, its own funnel). The log lines name the method, the path and the request id,
+    (scim/http/token_endpoint.py, its own funnel). The log lines name the method, the path and the request id,
     never the body, the query or the Authorization header (they carry PII and secrets)."""
     started = time.perf_counter()
     method = (environ.get("REQUEST_METHOD") or "GET").upper()

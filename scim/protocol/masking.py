@@ -9,7 +9,7 @@ masked by pattern: `"password": …`, the `value`s of a text that names the pass
 `password=…`, and filter comparisons. Masking comes before the cap, so a cut never reveals what the
 mask would have hidden. No header is ever kept.
 
-The token endpoint of a directory's OAuth client (scim/http/token.py) is logged like a SCIM request: its
+The token endpoint of a directory's OAuth client (scim/http/token_endpoint.py) is logged like a SCIM request: its
 form body with the value of `client_secret` masked (`masked_form`), its answer with the access token
 masked before it gets here.
 """

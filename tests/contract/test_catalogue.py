@@ -137,7 +137,7 @@ def world(transactional_db: None, settings: Any) -> World:
         directory_create,
         directory_scim_oauth_secret_rotate,
     )
-    from scim.tokens import EXPIRES_IN, access_token_issue
+    from scim.access_tokens import access_token_issue, lifetime
 
     settings.ADMIN_ROOT_TOKEN = ROOT
     # The token endpoint's cases try many wrong secrets on A: its per-directory budget must not answer 429
@@ -189,7 +189,7 @@ def world(transactional_db: None, settings: Any) -> World:
         oauth_secret_a=oauth_secret_a,
         token_a=access_token_issue(directory=a),
         token_b=access_token_issue(directory=b),
-        expired_token_a=access_token_issue(directory=a, now=time.time() - EXPIRES_IN - 1),
+        expired_token_a=access_token_issue(directory=a, now=time.time() - lifetime() - 1),
     )
 
 

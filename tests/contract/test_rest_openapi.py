@@ -85,7 +85,7 @@ def _config() -> SchemathesisConfig:
 
 @pytest.fixture
 def real_rows(transactional_db: None) -> dict[str, Any]:
-    from directories.services import directory_create
+    from directories.services import directory_create, directory_scim_oauth_secret_add
 
     # With a webhook, so that a resend of its changes feed can succeed (a directory without one is a 409).
     directory = directory_create(
@@ -125,11 +125,14 @@ def real_rows(transactional_db: None) -> dict[str, Any]:
     _feed_events(directory, str(user.id))
     # A setup link, so that revoking one answers its 204 (revoking it again does too).
     link, _token = setup_link_create(directory=directory, actor=Actor(name="contract", via="rest-api"))
+    # An OAuth client secret, so that revoking one answers its 204 (once: then it is gone, a 404).
+    _directory, secret, _value = directory_scim_oauth_secret_add(directory=directory, actor=TEST_ACTOR)
     return {
         "directory_id": str(directory.id),
         "user_id": str(user.id),
         "group_id": str(group.id),
         "link_id": str(link.id),
+        "secret_id": secret["id"],
     }
 
 
@@ -197,7 +200,7 @@ def _point_at_real_rows(case: Any, rows: dict[str, Any]) -> None:
     name = next(iter(case.path_parameters))
     if name not in rows or zlib.crc32(str(case.path_parameters[name]).encode()) % 2:
         return
-    for each in case.path_parameters:  # a link of the directory too (…/setup-links/{link_id})
+    for each in case.path_parameters:  # a link or secret of the directory too (…/setup-links/{link_id})
         if each in rows:
             case.path_parameters[each] = rows[each]
     if isinstance(case.query, dict) and "tenant" in case.query:
@@ -226,5 +229,5 @@ def test_the_contract_run_exercised_every_operation_and_reached_real_rows() -> N
     print(f"\nschemathesis: {len(cases_run)} cases over {len(statuses)} operations")
     for label, counts in sorted(statuses.items()):
         print(f"  {sum(counts.values()):5d}  {label}  {dict(sorted(counts.items()))}")
-    assert len(statuses) == 59, sorted(statuses)
+    assert len(statuses) == 65, sorted(statuses)
     assert [label for label, counts in statuses.items() if not any(200 <= s < 300 for s in counts)] == []

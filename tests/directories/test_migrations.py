@@ -67,3 +67,36 @@ def test_existing_directories_get_the_deprovision_guards_defaults() -> None:
     assert new.get_model("directories", "ScimUser").objects.get().user_name == "ann@x.io"
     executor.loader.build_graph()
     MigrationExecutor(connection).migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_single_oauth_secret_becomes_the_legacy_entry_of_the_list() -> None:
+    """0010_oauth_secrets: a directory's client secret digest moves into `scim_oauth_secrets`, as the entry
+    version 1 tokens are checked against, expiring a year later; a directory without one gets an empty list."""
+    from datetime import UTC, datetime, timedelta
+
+    before, after = [("directories", "0009_rate_limits")], [("directories", "0010_oauth_secrets")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps.get_model("directories", "Directory")
+    made = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    old.objects.create(
+        name="On",
+        tenant="acme",
+        product="crm",
+        scim_secret="s",
+        scim_oauth_secret_hash="ab" * 32,
+        scim_oauth_secret_created_at=made,
+    )
+    old.objects.create(name="Off", tenant="acme", product="crm", scim_secret="s")
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps.get_model("directories", "Directory")
+    [entry] = new.objects.get(name="On").scim_oauth_secrets
+    assert entry["hash"] == "ab" * 32 and entry["legacy"] is True and entry["last_used_at"] is None
+    assert datetime.fromisoformat(entry["created_at"]) == made
+    expires = datetime.fromisoformat(entry["expires_at"])
+    assert timedelta(days=364) < expires - datetime.now(UTC) <= timedelta(days=365)
+    assert new.objects.get(name="Off").scim_oauth_secrets == []
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

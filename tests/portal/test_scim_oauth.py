@@ -48,7 +48,7 @@ def test_the_button_asks_first_then_shows_the_secret_once(portal_client: Client,
     assert shown.status_code == 200 and shown["Cache-Control"].startswith("max-age=0")
     secret = SHOWN.search(shown.content.decode()).group(1)
     row = Directory.objects.get(pk=directory_a.pk)
-    assert row.scim_oauth_secret_hash == secret_digest(secret)
+    assert row.scim_oauth_secrets[0]["hash"] == secret_digest(secret)
     assert OAuth(row, secret).token()
     html = page(portal_client, row)
     assert secret not in html and '<span class="badge badge-ok" id="oauth-state">On</span>' in html
@@ -108,3 +108,52 @@ def test_only_the_directory_named_changes(
     portal_client.post(f"/portal/directories/{directory_b.id}/scim-oauth-secret")
     assert Directory.objects.get(pk=directory_b.pk).scim_oauth_enabled
     assert not Directory.objects.get(pk=directory_a.pk).scim_oauth_enabled
+
+
+def test_secrets_are_added_with_an_expiry_listed_and_revoked_one_by_one(
+    portal_client: Client, directory_a: Directory
+) -> None:
+    url = f"/portal/directories/{directory_a.id}/scim-oauth-secrets"
+    shown = portal_client.post(url, {"expires_in_days": "30"})
+    assert shown.status_code == 200 and shown["Cache-Control"].startswith("max-age=0")
+    first = SHOWN.search(shown.content.decode()).group(1)
+    assert 'id="oauth-secret-expires"' in shown.content.decode()
+    second = SHOWN.search(portal_client.post(url, {"expires_in_days": "365"}).content.decode()).group(1)
+    row = Directory.objects.get(pk=directory_a.pk)
+    token_first, token_second = OAuth(row, first).token(), OAuth(row, second).token()
+    html = page(portal_client, row)
+    assert first not in html and second not in html
+    assert f"…{first[-4:]}" in html and f"…{second[-4:]}" in html
+    entries = row.scim_oauth_secrets
+    revoked = portal_client.post(f"{url}/{entries[1]['id']}/revoke", follow=True)
+    assert "its access tokens no longer work" in revoked.content.decode()
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {token_first}"}
+    assert Client(**bearer).get(f"/api/scim/v2.0/{row.id}/Users").status_code == 401
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {token_second}"}
+    assert Client(**bearer).get(f"/api/scim/v2.0/{row.id}/Users").status_code == 200
+    assert f"…{first[-4:]}" not in page(portal_client, row)
+    actions = AuditEntry.objects.filter(directory_id=row.id, details__via="portal").values_list("action", flat=True)
+    assert sorted(actions) == [
+        "directory.scim_oauth_secret_added",
+        "directory.scim_oauth_secret_added",
+        "directory.scim_oauth_secret_revoked",
+    ]
+
+
+@pytest.mark.parametrize("days", ["0", "1096", "ten", "-3"])
+def test_an_expiry_out_of_bounds_is_refused_and_adds_nothing(
+    portal_client: Client, directory_a: Directory, days: str
+) -> None:
+    url = f"/portal/directories/{directory_a.id}/scim-oauth-secrets"
+    refused = portal_client.post(url, {"expires_in_days": days}, follow=True)
+    assert "expires_in_days must be an integer from 1 to 1095" in refused.content.decode()
+    assert Directory.objects.get(pk=directory_a.pk).scim_oauth_secrets == []
+
+
+def test_a_sixth_unexpired_secret_is_refused(portal_client: Client, directory_a: Directory) -> None:
+    url = f"/portal/directories/{directory_a.id}/scim-oauth-secrets"
+    for _ in range(5):
+        assert portal_client.post(url, {"expires_in_days": "10"}).status_code == 200
+    refused = portal_client.post(url, {"expires_in_days": "10"}, follow=True)
+    assert "already has 5 unexpired OAuth client secrets" in refused.content.decode()
+    assert len(Directory.objects.get(pk=directory_a.pk).scim_oauth_secrets) == 5

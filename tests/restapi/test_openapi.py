@@ -161,7 +161,8 @@ def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_cl
     suffixes += ["/{directory_id}/scim-secret", "/{directory_id}/scim-secret/previous", "/{directory_id}/scim-requests"]
     suffixes += ["/{directory_id}/changes", "/{directory_id}/changes/resend"]
     suffixes += ["/{directory_id}/setup-links", "/{directory_id}/setup-links/{link_id}"]
-    suffixes += ["/{directory_id}/scim-oauth-secret"]
+    suffixes += ["/{directory_id}/scim-oauth-secret", "/{directory_id}/scim-oauth-secrets"]
+    suffixes += ["/{directory_id}/scim-oauth-secrets/{secret_id}"]
     suffixes += ["/{directory_id}/held-changes", "/{directory_id}/held-changes/approve"]
     suffixes += ["/{directory_id}/held-changes/discard"]
     suffixes += ["/{directory_id}/users", "/{directory_id}/groups"]
@@ -172,7 +173,7 @@ def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_cl
             assert prefix + suffix in doc["paths"], prefix + suffix
     assert "get" in doc["paths"]["/api/v1/schema"]
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
-    assert len(ids) == len(set(ids)) == 59
+    assert len(ids) == len(set(ids)) == 65
     assert doc["paths"]["/api/v1/dsync/users"]["get"]["operationId"] == "users_list_dsync"
 
 

@@ -62,7 +62,7 @@ def test_the_first_secret_turns_oauth_on_and_is_shown_once_stored_as_a_digest(
     assert oauth["token_endpoint"] == f"https://roster.example.com/api/scim/v2.0/{directory_a.id}/oauth/token"
     assert len(secret) >= 43
     row = Directory.objects.get(pk=directory_a.pk)
-    assert row.scim_oauth_secret_hash == secret_digest(secret)
+    assert row.scim_oauth_secrets[0]["hash"] == secret_digest(secret)
     assert secret not in json.dumps(list(Directory.objects.filter(pk=row.pk).values()), default=str)
     # Never shown again.
     again = api_client.get(f"{prefix}/{directory_a.id}").json()["data"]["scim"]["oauth"]

@@ -22,11 +22,14 @@ from directories.services import (
     directory_scim_secret_rotate,
     directory_update,
 )
-from scim import tokens
+from scim import access_tokens
+from scim.access_tokens import TOKEN_LENGTH
 from scim.api import scim_request
-from scim.tokens import EXPIRES_IN, TOKEN_LENGTH
 from tests.actors import TEST_ACTOR
 from tests.scim.conftest import OAuth, Scim, oauth_on, user_body
+
+# SCIM_OAUTH_TOKEN_SECONDS, as the tests run (its default).
+EXPIRES_IN = 3600
 
 pytestmark = pytest.mark.django_db
 
@@ -75,12 +78,12 @@ def test_a_token_of_another_directory_is_the_401_of_a_wrong_secret(oauth_a: OAut
 
 
 def test_an_expired_token_is_the_401_of_a_wrong_secret(oauth_a: OAuth, monkeypatch: pytest.MonkeyPatch) -> None:
-    now = 1_900_000_000
-    monkeypatch.setattr(tokens, "clock", lambda: now)
+    now = int(time.time())
+    monkeypatch.setattr(access_tokens, "clock", lambda: now)
     token = oauth_a.token()
-    monkeypatch.setattr(tokens, "clock", lambda: now + EXPIRES_IN - 1)
+    monkeypatch.setattr(access_tokens, "clock", lambda: now + EXPIRES_IN - 1)
     assert answer(oauth_a.directory, token)[0] == 200
-    monkeypatch.setattr(tokens, "clock", lambda: now + EXPIRES_IN)
+    monkeypatch.setattr(access_tokens, "clock", lambda: now + EXPIRES_IN)
     assert answer(oauth_a.directory, token) == wrong_secret(oauth_a.directory)
 
 
@@ -168,7 +171,7 @@ def test_bad_tokens_count_as_auth_failures_and_make_the_state_invalid_credential
     assert answer(directory, oauth_a.token())[0] == 200
     assert health(directory)["state"] == "healthy"
     issued = time.time() - 2 * EXPIRES_IN
-    monkeypatch.setattr(tokens, "clock", lambda: issued)
+    monkeypatch.setattr(access_tokens, "clock", lambda: issued)
     expired = oauth_a.token()
     monkeypatch.undo()
     for bad in (oauth_b.token(), expired, "roster." + "b" * (TOKEN_LENGTH - 7)):

@@ -103,3 +103,29 @@ def test_a_rotation_through_one_node_ends_the_token_on_the_other_at_once(nodes: 
         text = node.logs()
         for secret in (first, second, token, fresh, static):
             assert secret not in text
+
+
+def test_revoking_one_secret_through_one_node_ends_its_token_on_the_other_and_no_other(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    directory = directory_create(actor=TEST_ACTOR, data={"name": "Two secrets", "tenant": "acme", "product": "crm"})
+    directory_id = str(directory.id)
+    secrets_url = f"{a.url}/api/v1/directory-sync/{directory_id}/scim-oauth-secrets"
+    old = requests.post(secrets_url, json={"expires_in_days": 30}, headers=REST, timeout=10).json()["data"]
+    new = requests.post(secrets_url, json={}, headers=REST, timeout=10).json()["data"]
+    old_token = grant(b, directory_id, old["client_secret"]).json()["access_token"]
+    new_token = grant(b, directory_id, new["client_secret"]).json()["access_token"]
+    assert users(b, directory_id, old_token).status_code == users(b, directory_id, new_token).status_code == 200
+
+    revoked = requests.delete(f"{secrets_url}/{old['id']}", headers=REST, timeout=10)
+    assert revoked.status_code == 204
+    assert users(b, directory_id, old_token).status_code == 401
+    assert users(b, directory_id, new_token).status_code == 200
+    assert grant(b, directory_id, old["client_secret"]).status_code == 401
+    listed = requests.get(secrets_url.replace(a.url, b.url), headers=REST, timeout=10).json()["data"]
+    assert [s["id"] for s in listed] == [new["id"]] and listed[0]["last_used_at"] is not None
+    for node in (a, b):
+        text = node.logs()
+        for secret in (old["client_secret"], new["client_secret"], old_token, new_token):
+            assert secret not in text

@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from adminauth.models import LoginFailure
 from directories.models import Directory
 from directories.services import directory_create, directory_update
-from scim.tokens import EXPIRES_IN
 from tests.actors import TEST_ACTOR
 from tests.scim.conftest import FORM_CT, OAuth, Scim, basic_header, oauth_on
+
+# SCIM_OAUTH_TOKEN_SECONDS, as the tests run (its default).
+EXPIRES_IN = 3600
 
 pytestmark = pytest.mark.django_db
 
@@ -359,3 +361,21 @@ def test_a_directory_created_after_oauth_of_another_is_off_until_its_own_secret(
     assert oauth.post(authorization=oauth.basic())[0] == 200
     other = directory_create(actor=TEST_ACTOR, data={"tenant": "x", "product": "y"})
     assert OAuth(other, oauth.secret).post(authorization=basic_header(str(other.id), oauth.secret))[2] == WRONG
+
+
+def test_oauthlib_logs_neither_the_form_nor_the_token_even_at_debug(
+    oauth_a: OAuth, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grant runs on oauthlib, whose DEBUG lines carry the token it issued: its logger is held at
+    WARNING (config/settings.py), whatever level the rest logs at (LOG_LEVEL=DEBUG here)."""
+    import logging
+
+    from oauthlib.oauth2.rfc6749.grant_types import client_credentials
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", logging.DEBUG)
+    assert not client_credentials.log.isEnabledFor(logging.DEBUG)
+    with caplog.at_level(logging.DEBUG):
+        token = oauth_a.token()
+    assert token and not [r for r in caplog.records if r.name.startswith("oauthlib")]
+    assert token not in caplog.text and oauth_a.secret not in caplog.text

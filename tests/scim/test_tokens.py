@@ -1,7 +1,8 @@
-"""Access tokens of a directory's OAuth client (scim/tokens.py): their shape, and what makes one fail."""
+"""Access tokens of a directory's OAuth client (scim/access_tokens.py): their shape, and what makes one fail."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -9,13 +10,17 @@ import pytest
 
 from directories.models import Directory
 from directories.services import directory_scim_oauth_secret_rotate
-from scim import tokens
-from scim.tokens import EXPIRES_IN, PREFIX, TOKEN_LENGTH, access_token_check, access_token_issue, access_token_valid
+from scim import access_tokens
+from scim.access_tokens import PREFIX, TOKEN_LENGTH, access_token_check, access_token_issue, access_token_valid
 from tests.actors import TEST_ACTOR
+
+# SCIM_OAUTH_TOKEN_SECONDS, as the tests run (its default).
+EXPIRES_IN = 3600
 
 pytestmark = pytest.mark.django_db
 
-NOW = 1_900_000_000
+# Now: the secrets these tokens come from expire a year from now.
+NOW = int(time.time())
 
 
 @pytest.fixture
@@ -39,10 +44,10 @@ def test_a_token_works_until_its_expiry_and_not_a_second_more(directory: Directo
 
 
 def test_the_clock_is_the_module_s_and_moves_for_both(directory: Directory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "clock", lambda: NOW)
+    monkeypatch.setattr(access_tokens, "clock", lambda: NOW)
     token = access_token_issue(directory=directory)
     assert access_token_valid(token, directory=directory)
-    monkeypatch.setattr(tokens, "clock", lambda: NOW + EXPIRES_IN)
+    monkeypatch.setattr(access_tokens, "clock", lambda: NOW + EXPIRES_IN)
     assert not access_token_valid(token, directory=directory)
 
 
@@ -73,7 +78,7 @@ def test_a_directory_without_a_client_secret_issues_none_and_accepts_none(direct
     # A token made for it while it had one fails once the secret is gone (OAuth off).
     directory, _s, _f = directory_scim_oauth_secret_rotate(actor=TEST_ACTOR, directory=directory_b)
     token = access_token_issue(directory=directory, now=NOW)
-    directory.scim_oauth_secret_hash = ""
+    directory.scim_oauth_secrets = []
     assert not access_token_valid(token, directory=directory, now=NOW)
 
 
@@ -88,10 +93,11 @@ def _token(raw: bytes) -> str:
 @pytest.mark.parametrize(
     "change",
     [
-        lambda raw: raw.__setitem__(0, 2),  # another version
+        lambda raw: raw.__setitem__(0, 3),  # another version
         lambda raw: raw.__setitem__(slice(1, 17), uuid.uuid4().bytes),  # another directory
         lambda raw: raw.__setitem__(slice(17, 25), (NOW + 10**6).to_bytes(8, "big")),  # a later expiry
-        lambda raw: raw.__setitem__(30, raw[30] ^ 1),  # the random part
+        lambda raw: raw.__setitem__(30, raw[30] ^ 1),  # the secret id
+        lambda raw: raw.__setitem__(45, raw[45] ^ 1),  # the random part
         lambda raw: raw.__setitem__(-1, raw[-1] ^ 1),  # the MAC
     ],
 )

@@ -16,7 +16,16 @@ from typing import Any, Callable, Optional, Union
 
 import httpx
 
-from roster_client._generated.models import Delivery, Directory, Group, GroupDetail, ScimRequest, User
+from roster_client._generated.models import (
+    Delivery,
+    Directory,
+    Group,
+    GroupDetail,
+    NewScimOAuthSecret,
+    ScimOAuthSecret,
+    ScimRequest,
+    User,
+)
 from roster_client._http import Namespace, Transport, segment
 from roster_client.changes import Changes
 from roster_client.directory_admin import HeldChanges, SetupLinks
@@ -135,6 +144,22 @@ class Directories(Namespace):
         there); access tokens issued with the previous one stop working at once."""
         answer = self._t.call("POST", f"{BASE}/{segment(directory_id)}/scim-oauth-secret")
         return Directory.from_dict(answer.body["data"])
+
+    def scim_oauth_secrets(self, directory_id: str) -> list[ScimOAuthSecret]:
+        """The OAuth client secrets of the SCIM endpoint, newest first (expired ones too), never their value."""
+        answer = self._t.call("GET", f"{BASE}/{segment(directory_id)}/scim-oauth-secrets")
+        return [ScimOAuthSecret.from_dict(item) for item in answer.body["data"]]
+
+    def add_scim_oauth_secret(self, directory_id: str, *, expires_in_days: Optional[int] = None) -> NewScimOAuthSecret:
+        """Another OAuth client secret (its `client_secret` in this answer only), working `expires_in_days` days
+        (None: Roster's default, 365); the others keep working. A ConflictError past 5 unexpired secrets."""
+        body = {} if expires_in_days is None else {"expires_in_days": expires_in_days}
+        answer = self._t.call("POST", f"{BASE}/{segment(directory_id)}/scim-oauth-secrets", body=body)
+        return NewScimOAuthSecret.from_dict(answer.body["data"])
+
+    def revoke_scim_oauth_secret(self, directory_id: str, secret_id: str) -> None:
+        """The secret, and the access tokens it obtained, stop working at once; the other secrets' do not."""
+        self._t.call("DELETE", f"{BASE}/{segment(directory_id)}/scim-oauth-secrets/{segment(secret_id)}")
 
     def deliveries(
         self, directory_id: str, *, failed: Optional[bool] = None, status: Optional[str] = None, page_limit: int = 100

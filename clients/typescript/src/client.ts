@@ -12,7 +12,17 @@ import { HeldChanges, SetupLinks } from "./directoryAdmin.js";
 import { History } from "./history.js";
 import { type Fetch, type QueryValue, type Sleep, Transport, segment } from "./http.js";
 import { Paged } from "./paging.js";
-import type { Delivery, Directory, DirectoryType, Group, GroupDetail, ScimRequest, User } from "./types.js";
+import type {
+  Delivery,
+  Directory,
+  DirectoryType,
+  Group,
+  GroupDetail,
+  NewScimOAuthSecret,
+  ScimOAuthSecret,
+  ScimRequest,
+  User,
+} from "./types.js";
 
 const BASE = "/api/v1/directory-sync";
 
@@ -151,6 +161,25 @@ export class Directories {
   async rotateScimOauthSecret(directoryId: string): Promise<Directory> {
     const path = `${BASE}/${segment(directoryId)}/scim-oauth-secret`;
     return (await this.transport.call("POST", path)).data as Directory;
+  }
+
+  /** The OAuth client secrets of the SCIM endpoint, newest first (expired ones too), never their value. */
+  async scimOauthSecrets(directoryId: string): Promise<ScimOAuthSecret[]> {
+    const path = `${BASE}/${segment(directoryId)}/scim-oauth-secrets`;
+    return (await this.transport.call("GET", path)).data as ScimOAuthSecret[];
+  }
+
+  /** Another OAuth client secret (its `client_secret` in this answer only), working `expiresInDays` days
+   * (left out: Roster's default, 365); the others keep working. A ConflictError past 5 unexpired secrets. */
+  async addScimOauthSecret(directoryId: string, { expiresInDays }: { expiresInDays?: number } = {}): Promise<NewScimOAuthSecret> {
+    const path = `${BASE}/${segment(directoryId)}/scim-oauth-secrets`;
+    const body = expiresInDays === undefined ? {} : { expires_in_days: expiresInDays };
+    return (await this.transport.call("POST", path, { body })).data as NewScimOAuthSecret;
+  }
+
+  /** The secret, and the access tokens it obtained, stop working at once; the other secrets' do not. */
+  async revokeScimOauthSecret(directoryId: string, secretId: string): Promise<void> {
+    await this.transport.call("DELETE", `${BASE}/${segment(directoryId)}/scim-oauth-secrets/${segment(secretId)}`);
   }
 
   /** The webhook delivery log (kept while `log_webhook_events` is on), oldest first. */

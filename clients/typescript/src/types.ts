@@ -29,6 +29,8 @@ export type HistoryGroup = Schemas["HistoryGroup"];
 export type Diff = Schemas["Diff"];
 export type DeprovisionGuardSetting = Schemas["DeprovisionGuardSetting"];
 export type ScimOAuthInfo = Schemas["ScimOAuthInfo"];
+export type ScimOAuthSecret = Schemas["ScimOAuthSecret"];
+export type NewScimOAuthSecret = Schemas["NewScimOAuthSecret"];
 export type DirectoryType = Schemas["TypeEnum"];
 export type EventType = Schemas["EventEnum"];
 

@@ -100,3 +100,34 @@ test("SCIM OAuth: a client secret, tokens, the static secret switched off", asyn
   await roster.directories.rotateScimOauthSecret(directory.id); // ends every earlier token
   assert.equal((await users(token)).status, 401);
 });
+
+test("SCIM OAuth: several client secrets, listed, added with an expiry, revoked one by one", async () => {
+  const roster = new Roster(live());
+  const directory = await roster.directories.create({ tenant: tenant("secrets"), product: PRODUCT });
+  const one = await roster.directories.addScimOauthSecret(directory.id, { expiresInDays: 30 });
+  const two = await roster.directories.addScimOauthSecret(directory.id);
+  assert.ok(one.client_secret && one.expires_at > one.created_at);
+  const listed = await roster.directories.scimOauthSecrets(directory.id);
+  assert.deepEqual(listed.map((s) => s.id), [two.id, one.id]);
+  assert.equal(listed[1].hint, one.client_secret.slice(-4));
+  assert.equal("client_secret" in listed[0], false); // shown once, never listed
+  const grant = async (secret) => {
+    const answer = await fetch(directory.scim.oauth.token_endpoint, {
+      method: "POST",
+      headers: {
+        Authorization: `Basic ${Buffer.from(`${directory.id}:${secret}`).toString("base64")}`,
+        "Content-Type": "application/x-www-form-urlencoded",
+      },
+      body: "grant_type=client_credentials",
+    });
+    return (await answer.json()).access_token;
+  };
+  const users = (bearer) =>
+    fetch(`${live().baseUrl}/api/scim/v2.0/${directory.id}/Users`, { headers: { Authorization: `Bearer ${bearer}` } });
+  const [first, second] = [await grant(one.client_secret), await grant(two.client_secret)];
+  await roster.directories.revokeScimOauthSecret(directory.id, one.id);
+  assert.equal((await users(first)).status, 401);
+  assert.equal((await users(second)).status, 200);
+  await assert.rejects(roster.directories.revokeScimOauthSecret(directory.id, one.id), NotFoundError);
+  await assert.rejects(roster.directories.addScimOauthSecret(directory.id, { expiresInDays: 0 }), BadRequestError);
+});

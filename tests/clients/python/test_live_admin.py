@@ -11,9 +11,11 @@ from roster_client import (
     ConflictError,
     DiscardedResult,
     HeldChange,
+    NewScimOAuthSecret,
     NewSetupLink,
     NotFoundError,
     Roster,
+    ScimOAuthSecret,
     SetupLink,
 )
 
@@ -107,3 +109,32 @@ def test_scim_oauth_secret_and_the_static_secret_switch(roster: Roster, live_ros
     # A new client secret ends every token issued with the previous one.
     roster.directories.rotate_scim_oauth_secret(directory.id)
     assert httpx.get(users_url, headers={"Authorization": f"Bearer {token}"}).status_code == 401
+
+
+def test_several_scim_oauth_secrets_listed_added_and_revoked(roster: Roster, live_roster: LiveRoster) -> None:
+    directory = roster.directories.create(tenant=TENANT, product=PRODUCT)
+    one = roster.directories.add_scim_oauth_secret(directory.id, expires_in_days=30)
+    two = roster.directories.add_scim_oauth_secret(directory.id)
+    assert isinstance(one, NewScimOAuthSecret) and one.client_secret and one.expires_at > one.created_at
+    listed = roster.directories.scim_oauth_secrets(directory.id)
+    assert [s.id for s in listed] == [two.id, one.id] and all(isinstance(s, ScimOAuthSecret) for s in listed)
+    assert listed[1].hint == one.client_secret[-4:] and listed[1].last_used_at is None
+
+    def grant(secret: str) -> str:
+        answer = httpx.post(
+            directory.scim.oauth.token_endpoint,
+            data={"grant_type": "client_credentials"},
+            auth=(directory.id, secret),
+            timeout=30,
+        )
+        return answer.json()["access_token"]
+
+    users_url = f"{live_roster.url}/api/scim/v2.0/{directory.id}/Users"
+    first, second = grant(one.client_secret), grant(two.client_secret)
+    roster.directories.revoke_scim_oauth_secret(directory.id, one.id)
+    assert httpx.get(users_url, headers={"Authorization": f"Bearer {first}"}).status_code == 401
+    assert httpx.get(users_url, headers={"Authorization": f"Bearer {second}"}).status_code == 200
+    with pytest.raises(NotFoundError):
+        roster.directories.revoke_scim_oauth_secret(directory.id, one.id)
+    with pytest.raises(BadRequestError):
+        roster.directories.add_scim_oauth_secret(directory.id, expires_in_days=0)

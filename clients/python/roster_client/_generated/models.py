@@ -266,6 +266,26 @@ class MembershipChanges(Result):
 
 
 @dataclass
+class NewScimOAuthSecret(Result):
+    client_secret: str
+    """
+    Shown in this answer only: only its SHA-256 digest is stored.
+    """
+    created_at: str
+    expires_at: str
+    id: str
+
+
+@dataclass
+class NewScimOAuthSecretEnvelope(Result):
+    data: NewScimOAuthSecret
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
 class Point(Result):
     created_at: Optional[str]
     """
@@ -306,6 +326,33 @@ class ScimOAuthInfo(Result):
     client_secret: Optional[str] = None
     """
     Only in the answer of POST .../scim-oauth-secret, which made it: only its digest is stored.
+    """
+
+
+@dataclass
+class ScimOAuthSecret(Result):
+    created_at: str
+    expires_at: str
+    """
+    From then on it obtains no token, and its tokens end.
+    """
+    hint: str
+    """
+    The secret's last 4 characters (empty for one made before hints).
+    """
+    id: str
+    last_used_at: Optional[str]
+    """
+    When it last obtained an access token.
+    """
+
+
+@dataclass
+class ScimOAuthSecretListEnvelope(Result):
+    data: list[ScimOAuthSecret]
+    error: Optional[Any]
+    """
+    Always null on success.
     """
 
 

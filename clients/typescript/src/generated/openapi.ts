@@ -296,6 +296,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/directory-sync/{directory_id}/scim-oauth-secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the OAuth client secrets of the SCIM endpoint
+         * @description Newest first, expired ones included (their expires_at is past), revoked ones not. Never the secret: its last 4 characters (hint) tell which one an identity provider holds.
+         */
+        get: operations["directories_scim_oauth_secrets_list"];
+        put?: never;
+        /**
+         * Add an OAuth client secret to the SCIM endpoint
+         * @description A new client secret, shown in this answer only, working expires_in_days days (default 365); the other secrets keep working, so an identity provider can be moved to the new one before the old one is revoked. The first one turns OAuth on. At most 5 unexpired secrets: a sixth is a 409.
+         */
+        post: operations["directories_scim_oauth_secrets_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/directory-sync/{directory_id}/scim-oauth-secrets/{secret_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one OAuth client secret of the SCIM endpoint
+         * @description At once, on every node: the secret obtains no more access tokens and the ones it obtained stop working; the other secrets and their tokens keep working.
+         */
+        delete: operations["directories_scim_oauth_secrets_revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/directory-sync/{directory_id}/scim-requests": {
         parameters: {
             query?: never;
@@ -989,6 +1033,21 @@ export interface components {
             added: components["schemas"]["Member"][];
             removed: components["schemas"]["Member"][];
         };
+        NewScimOAuthSecret: {
+            /** @description Shown in this answer only: only its SHA-256 digest is stored. */
+            client_secret: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** Format: uuid */
+            id: string;
+        };
+        NewScimOAuthSecretEnvelope: {
+            data: components["schemas"]["NewScimOAuthSecret"];
+            /** @description Always null on success. */
+            error: unknown;
+        };
         NewSetupLink: {
             allow_mapping: boolean;
             /** Format: date-time */
@@ -1127,6 +1186,34 @@ export interface components {
             enabled: boolean;
             /** @description Where the identity provider posts grant_type=client_credentials: <SCIM endpoint>/oauth/token. */
             token_endpoint: string;
+        };
+        ScimOAuthSecret: {
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description From then on it obtains no token, and its tokens end.
+             */
+            expires_at: string;
+            /** @description The secret's last 4 characters (empty for one made before hints). */
+            hint: string;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When it last obtained an access token.
+             */
+            last_used_at: string | null;
+        };
+        /** @description The optional body of a new client secret; any other field is a 400. */
+        ScimOAuthSecretAddInput: {
+            /** @description Days the secret works (default 365). An integer: not a string, a float or a boolean. */
+            expires_in_days?: number;
+        };
+        ScimOAuthSecretListEnvelope: {
+            data: components["schemas"]["ScimOAuthSecret"][];
+            /** @description Always null on success. */
+            error: unknown;
         };
         /** @description The SCIM connection's settings; any other field is a 400. */
         ScimPatchInput: {
@@ -1337,6 +1424,8 @@ export type SchemaHistoryUser = components['schemas']['HistoryUser'];
 export type SchemaHistoryUserListEnvelope = components['schemas']['HistoryUserListEnvelope'];
 export type SchemaMember = components['schemas']['Member'];
 export type SchemaMembershipChanges = components['schemas']['MembershipChanges'];
+export type SchemaNewScimOAuthSecret = components['schemas']['NewScimOAuthSecret'];
+export type SchemaNewScimOAuthSecretEnvelope = components['schemas']['NewScimOAuthSecretEnvelope'];
 export type SchemaNewSetupLink = components['schemas']['NewSetupLink'];
 export type SchemaNewSetupLinkEnvelope = components['schemas']['NewSetupLinkEnvelope'];
 export type SchemaNullEnum = components['schemas']['NullEnum'];
@@ -1349,6 +1438,9 @@ export type SchemaResendRangeInput = components['schemas']['ResendRangeInput'];
 export type SchemaResendResult = components['schemas']['ResendResult'];
 export type SchemaScimInfo = components['schemas']['ScimInfo'];
 export type SchemaScimOAuthInfo = components['schemas']['ScimOAuthInfo'];
+export type SchemaScimOAuthSecret = components['schemas']['ScimOAuthSecret'];
+export type SchemaScimOAuthSecretAddInput = components['schemas']['ScimOAuthSecretAddInput'];
+export type SchemaScimOAuthSecretListEnvelope = components['schemas']['ScimOAuthSecretListEnvelope'];
 export type SchemaScimPatchInput = components['schemas']['ScimPatchInput'];
 export type SchemaScimRequest = components['schemas']['ScimRequest'];
 export type SchemaScimRequestListEnvelope = components['schemas']['ScimRequestListEnvelope'];
@@ -4086,6 +4178,485 @@ export interface operations {
             };
             /** @description The request body is larger than 1 MiB */
             413: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directories_scim_oauth_secrets_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimOAuthSecretListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directories_scim_oauth_secrets_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ScimOAuthSecretAddInput"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewScimOAuthSecretEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request conflicts with the resource's state; the message says how */
+            409: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    directories_scim_oauth_secrets_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                directory_id: string;
+                secret_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked; no body. */
+            204: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
                 headers: {
                     /** @description The API key's limit, in requests per minute. */
                     "RateLimit-Limit"?: number;

@@ -121,8 +121,9 @@ def real_rows(transactional_db: None) -> dict[str, Any]:
             attempted_at=timezone.now(),
             finished_at=timezone.now() if delivered else None,
         )
-    # Its changes feed: a delivered, a failed and a pending event, numbered 1 to 3 as the write side does.
-    _feed_events(directory, str(user.id))
+    # Its changes feed: a delivered, a failed and a pending event, numbered 1 to 3 as the write side does, then
+    # the group's creation (4).
+    _feed_events(directory, str(user.id), group)
     # A setup link, so that revoking one answers its 204 (revoking it again does too).
     link, _token = setup_link_create(directory=directory, actor=Actor(name="contract", via="rest-api"))
     # An OAuth client secret, so that revoking one answers its 204 (once: then it is gone, a 404).
@@ -136,7 +137,7 @@ def real_rows(transactional_db: None) -> dict[str, Any]:
     }
 
 
-def _feed_events(directory: Any, user_id: str) -> None:
+def _feed_events(directory: Any, user_id: str, group: Any) -> None:
     import orjson
 
     from core.timefmt import iso_utc
@@ -168,7 +169,34 @@ def _feed_events(directory: Any, user_id: str) -> None:
             last_attempt_at=now if attempts else None,
             finished_at=now if attempts else None,
         )
-    EventSequence.objects.create(directory_id=directory.id, last=len(outcomes))
+    # The group made after them, so that history shows it (and its members' route a 200) from event 4.
+    group_event = uuid.uuid4()
+    from directories.rendering import group_data
+
+    WebhookEvent.objects.create(
+        id=group_event,
+        directory_id=directory.id,
+        event_type="group.created",
+        body=orjson.dumps(
+            {
+                "id": str(group_event),
+                "event": "group.created",
+                "created_at": iso_utc(now),
+                "sequence": len(outcomes) + 1,
+                "directory_id": str(directory.id),
+                "tenant": directory.tenant,
+                "product": directory.product,
+                "data": group_data(group),
+            }
+        ).decode(),
+        state=EventState.DELIVERED,
+        sequence=len(outcomes) + 1,
+        attempts=1,
+        status_code=200,
+        last_attempt_at=now,
+        finished_at=now,
+    )
+    EventSequence.objects.create(directory_id=directory.id, last=len(outcomes) + 1)
 
 
 @pytest.fixture(autouse=True)
@@ -205,6 +233,15 @@ def _point_at_real_rows(case: Any, rows: dict[str, Any]) -> None:
             case.path_parameters[each] = rows[each]
     if isinstance(case.query, dict) and "tenant" in case.query:
         case.query["tenant"], case.query["product"] = "acme", "crm"
+    if isinstance(case.query, dict) and ("/history/" in case.path or case.path.endswith("/diff")):
+        # A point the fixture's feed has (events 1 to 4), so the answer is a snapshot or a difference, not
+        # the 400 of a random time or number.
+        for name in ("at", "sequence", "from", "to", "cursor"):
+            case.query.pop(name, None)
+        if case.path.endswith("/diff"):
+            case.query["from"], case.query["to"] = "1", "4"
+        else:
+            case.query["sequence"] = "4"
 
 
 @schema.parametrize()

@@ -42,9 +42,10 @@ def delivery_data(delivery: WebhookDelivery) -> dict[str, Any]:
     }
 
 
-def change_data(event: WebhookEvent) -> dict[str, Any]:
+def change_data(event: WebhookEvent, deliveries: list[EndpointDelivery] | None = None) -> dict[str, Any]:
     """A feed item: the exact payload the webhook sends (same id, event, created_at, sequence and data,
-    read back from the stored body) with `delivery`, the outcome of its attempts so far."""
+    read back from the stored body) with `delivery`, the outcome of its attempts so far, and `deliveries`,
+    one per webhook endpoint it went to (contract §5.2)."""
     item = orjson.loads(event.body)  # always a JSON object: Roster wrote it (webhooks.services.recording)
     item["delivery"] = {
         "status": event.state,
@@ -52,6 +53,7 @@ def change_data(event: WebhookEvent) -> dict[str, Any]:
         "last_attempt_at": _iso(event.last_attempt_at),
         "status_code": event.status_code,
     }
+    item["deliveries"] = [feed_deliveries_data(d) for d in deliveries or ()]
     return item
 
 

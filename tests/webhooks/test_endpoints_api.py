@@ -122,3 +122,51 @@ def test_delivery_log_with_failed_filter(api_client: Client, receiver: Receiver,
     assert log[0]["event_id"] == str(WebhookEvent.objects.get(event_type="user.created").id)
     assert api_client.get(f"{BASE}/{ok['id']}/deliveries?failed=true").json()["data"] == []
     assert len(api_client.get(f"{BASE}/{ok['id']}/deliveries").json()["data"]) == 1
+
+
+def test_feed_items_carry_deliveries_and_a_resend_can_name_one_endpoint(
+    api_client: Client,
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from webhooks.services import draining, event_record
+
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: None)
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "acme", "product": "crm"})
+    bad = _send(api_client, "post", BASE, {"url": receiver.url("/fail")}).json()["data"]
+    deleted_only = _send(api_client, "post", BASE, {"url": receiver.url("/ok"), "events": ["user.deleted"]}).json()[
+        "data"
+    ]
+    other_tenant = _send(api_client, "post", BASE, {"url": receiver.url("/ok"), "tenant": "globex"}).json()["data"]
+    event = event_record(directory=directory, event_type="user.created", data={"id": "u1"})
+    fanout(directory_id=directory.id)
+    endpoint_deliveries_send(directory_id=directory.id)
+
+    feed = api_client.get(f"/api/v1/directory-sync/{directory.id}/changes").json()["data"]
+    assert feed[0]["delivery"]["status"] == "dropped"  # no webhook of its own
+    assert feed[0]["deliveries"] == [
+        {
+            "endpoint_id": bad["id"],
+            "status": "failed",
+            "status_code": 500,
+            "attempted_at": feed[0]["deliveries"][0]["attempted_at"],
+        }
+    ]
+    resend_url = f"/api/v1/directory-sync/{directory.id}/changes/resend"
+    # Without endpoint_id: the directory's own webhook, which it has not.
+    assert _send(api_client, "post", resend_url, {"event_ids": [event["id"]]}).status_code == 409
+    for endpoint in (deleted_only, other_tenant):
+        refused = _send(api_client, "post", resend_url, {"event_ids": [event["id"]], "endpoint_id": endpoint["id"]})
+        assert refused.status_code == 400, refused.content
+    unknown = _send(api_client, "post", resend_url, {"from": 1, "to": 1, "endpoint_id": str(directory.id)})
+    assert unknown.status_code == 400
+    queued = _send(api_client, "post", resend_url, {"from": 1, "to": 1, "endpoint_id": bad["id"]})
+    assert queued.status_code == 202 and queued.json()["data"] == {"queued": 1}
+    before = len(receiver.requests)
+    endpoint_deliveries_send(directory_id=directory.id)
+    assert [r.path for r in receiver.requests[before:]] == ["/fail"]
+    delivery = EndpointDelivery.objects.get(endpoint_id=bad["id"])
+    assert delivery.attempts == 2 and delivery.state == EventState.FAILED
+    entry = AuditEntry.objects.filter(action="directory.events_resent").get()
+    assert entry.details["endpoint_id"] == bad["id"] and entry.details["queued"] == 1

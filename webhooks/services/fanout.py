@@ -53,9 +53,14 @@ def endpoint_secrets(endpoint: WebhookEndpoint, now: datetime | None = None) -> 
 
 def revision_matches(revision: Any, event_type: str, directory_id: uuid.UUID, tenant: Any, product: Any) -> bool:
     """Whether an endpoint (a revision, or the endpoint itself) takes this event of this directory."""
-    if not revision.enabled:
-        return False
     if "*" not in revision.events and event_type not in revision.events:
+        return False
+    return filters_match(revision, directory_id, tenant, product)
+
+
+def filters_match(revision: Any, directory_id: uuid.UUID, tenant: Any, product: Any) -> bool:
+    """Whether an enabled endpoint (a revision, or the endpoint itself) takes events of this directory."""
+    if not revision.enabled:
         return False
     if revision.directory_id is not None and revision.directory_id != directory_id:
         return False

@@ -431,6 +431,23 @@ class ChangeDelivery(Result):
 
 
 @dataclass
+class ChangeEndpointDelivery(Result):
+    attempted_at: Optional[str]
+    """
+    When the last attempt started.
+    """
+    endpoint_id: str
+    """
+    The webhook endpoint (contract §5.2).
+    """
+    status: Status49eEnum
+    status_code: Optional[int]
+    """
+    The receiver's HTTP status, if any.
+    """
+
+
+@dataclass
 class Delivery(Result):
     attempted_at: Optional[str]
     created_at: str
@@ -786,6 +803,10 @@ class Change(Result):
     data: Any
     """
     A User for user events, a Group for group events, the User with `group` for membership events.
+    """
+    deliveries: list[ChangeEndpointDelivery]
+    """
+    One per webhook endpoint the event went to (empty until the worker matched it).
     """
     delivery: ChangeDelivery
     directory_id: str

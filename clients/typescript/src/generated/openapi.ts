@@ -567,6 +567,8 @@ export interface components {
             created_at: string;
             /** @description A User for user events, a Group for group events, the User with `group` for membership events. */
             data: unknown;
+            /** @description One per webhook endpoint the event went to (empty until the worker matched it). */
+            deliveries: components["schemas"]["ChangeEndpointDelivery"][];
             delivery: components["schemas"]["ChangeDelivery"];
             /** Format: uuid */
             directory_id: string;
@@ -602,6 +604,21 @@ export interface components {
              */
             status: components["schemas"]["Status49eEnum"];
             /** @description The receiver's HTTP status of the last attempt (null: no answer, or none made). */
+            status_code: number | null;
+        };
+        ChangeEndpointDelivery: {
+            /**
+             * Format: date-time
+             * @description When the last attempt started.
+             */
+            attempted_at: string | null;
+            /**
+             * Format: uuid
+             * @description The webhook endpoint (contract §5.2).
+             */
+            endpoint_id: string;
+            status: components["schemas"]["Status49eEnum"];
+            /** @description The receiver's HTTP status, if any. */
             status_code: number | null;
         };
         /**
@@ -1152,11 +1169,21 @@ export interface components {
             error: unknown;
         };
         ResendIdsInput: {
+            /**
+             * Format: uuid
+             * @description Send to this webhook endpoint only (contract §5.2); it must take every named event now, else 400.
+             */
+            endpoint_id?: string;
             /** @description Ids of this directory's events (the id of the webhook payload); an unknown one is a 400. */
             event_ids: string[];
         };
         ResendInput: components["schemas"]["ResendRangeInput"] | components["schemas"]["ResendIdsInput"];
         ResendRangeInput: {
+            /**
+             * Format: uuid
+             * @description Send to this webhook endpoint only (contract §5.2); it must take the directory's events now, else 400. The events of a type it does not take are skipped.
+             */
+            endpoint_id?: string;
             /**
              * Format: int64
              * @description The first sequence number to resend (inclusive).
@@ -1459,6 +1486,7 @@ export type SchemaApprovedResult = components['schemas']['ApprovedResult'];
 export type SchemaBlankEnum = components['schemas']['BlankEnum'];
 export type SchemaChange = components['schemas']['Change'];
 export type SchemaChangeDelivery = components['schemas']['ChangeDelivery'];
+export type SchemaChangeEndpointDelivery = components['schemas']['ChangeEndpointDelivery'];
 export type SchemaChangeEnum = components['schemas']['ChangeEnum'];
 export type SchemaChangeListEnvelope = components['schemas']['ChangeListEnvelope'];
 export type SchemaDelivery = components['schemas']['Delivery'];

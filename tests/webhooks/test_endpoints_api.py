@@ -12,6 +12,7 @@ from django.test import Client
 from audit.models import AuditEntry
 from directories.services import directory_create
 from tests.actors import TEST_ACTOR
+from tests.adminauth.conftest import admin_session, root  # noqa: F401 - fixtures
 from tests.webhooks.conftest import Receiver
 from webhooks.models import EndpointDelivery, EventState, WebhookEvent
 from webhooks.services.fanout import endpoint_deliveries_send, fanout
@@ -170,3 +171,25 @@ def test_feed_items_carry_deliveries_and_a_resend_can_name_one_endpoint(
     assert delivery.attempts == 2 and delivery.state == EventState.FAILED
     entry = AuditEntry.objects.filter(action="directory.events_resent").get()
     assert entry.details["endpoint_id"] == bad["id"] and entry.details["queued"] == 1
+
+
+def test_the_admin_api_does_the_same_audited_with_the_admin(admin_session, receiver: Receiver, private_ok) -> None:  # noqa: ANN001, F811
+    admin = admin_session.client()
+    base = "/auditlog/admin/v1/webhook-endpoints"
+    assert Client().get(base).status_code == 401
+    created = _send(admin, "post", base, {"url": receiver.url("/ok"), "tenant": "acme", "format": "standard"})
+    assert created.status_code == 201, created.content
+    data = created.json()["data"]
+    assert data["secret"].startswith("whsec_")
+    assert [e["id"] for e in admin.get(f"{base}?tenant=acme").json()["data"]] == [data["id"]]
+    assert admin.get(f"{base}?tenant=globex").json()["data"] == []
+    assert _send(admin, "patch", f"{base}/{data['id']}", {"description": "ops"}).json()["data"]["description"] == "ops"
+    rotated = _send(admin, "post", f"{base}/{data['id']}/secret", {"grace_seconds": 60}).json()["data"]
+    assert rotated["secret"] != data["secret"]
+    tested = admin.post(f"{base}/{data['id']}/test").json()["data"]
+    assert tested["delivered"] is True and tested["status_code"] == 200
+    assert admin.get(f"{base}/{data['id']}/deliveries?failed=true").json()["data"] == []
+    assert admin.delete(f"{base}/{data['id']}").status_code == 204
+    assert admin.get(f"{base}/{data['id']}").status_code == 404
+    entries = AuditEntry.objects.filter(target_type="webhook_endpoint")
+    assert entries.count() == 4 and all(e.details["via"] == "admin-api" and e.actor_email for e in entries)

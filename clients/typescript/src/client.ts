@@ -9,6 +9,7 @@
 
 import { Changes } from "./changes.js";
 import { HeldChanges, SetupLinks } from "./directoryAdmin.js";
+import { WebhookEndpoints } from "./webhookEndpoints.js";
 import { type Fetch, type QueryValue, type Sleep, Transport, segment } from "./http.js";
 import { Paged } from "./paging.js";
 import type { Delivery, Directory, DirectoryType, Group, GroupDetail, ScimRequest, User } from "./types.js";
@@ -22,6 +23,8 @@ export interface DirectoryCreate {
   type?: DirectoryType | null;
   webhookUrl?: string | null;
   webhookSecret?: string | null;
+  /** How the directory's own webhook is signed: "roster" (default) or "standard" (needs a whsec_ secret). */
+  webhookFormat?: "roster" | "standard" | null;
   logWebhookEvents?: boolean | null;
   logScimRequests?: boolean | null;
   /** SCIM requests per minute, 1500 to 600000; 0: no limit; null: the deployment's SCIM_RATE_LIMIT. */
@@ -47,6 +50,7 @@ export interface DirectoryUpdate {
   name?: string;
   webhookUrl?: string | null;
   webhookSecret?: string | null;
+  webhookFormat?: "roster" | "standard";
   logWebhookEvents?: boolean;
   logScimRequests?: boolean;
   deactivated?: boolean;
@@ -241,6 +245,7 @@ export class Roster {
   readonly changes: Changes;
   readonly setupLinks: SetupLinks;
   readonly heldChanges: HeldChanges;
+  readonly webhookEndpoints: WebhookEndpoints;
   readonly baseUrl: string;
 
   constructor(options: RosterOptions = {}) {
@@ -261,5 +266,6 @@ export class Roster {
     this.changes = new Changes(transport, sleep);
     this.setupLinks = new SetupLinks(transport);
     this.heldChanges = new HeldChanges(transport);
+    this.webhookEndpoints = new WebhookEndpoints(transport);
   }
 }

@@ -24,6 +24,8 @@ export { Directories, Groups, Users } from "./client.js";
 export { Changes } from "./changes.js";
 export { HeldChanges, SetupLinks } from "./directoryAdmin.js";
 export type { SetupLinkCreate } from "./directoryAdmin.js";
+export { WebhookEndpoints } from "./webhookEndpoints.js";
+export type { WebhookEndpointCreate, WebhookEndpointFilters, WebhookEndpointUpdate } from "./webhookEndpoints.js";
 export type { FeedPosition, FollowOptions, ResendSelection } from "./changes.js";
 export {
   AuthenticationError,
@@ -48,6 +50,8 @@ export type {
   Directory,
   DirectoryType,
   DiscardedResult,
+  EndpointDelivery,
+  EndpointTest,
   EventType,
   EventsSummary,
   Group,
@@ -56,13 +60,22 @@ export type {
   HeldChange,
   Member,
   NewSetupLink,
+  NewWebhookEndpoint,
   ResendResult,
   ScimOAuthInfo,
   ScimRequest,
   SetupLink,
   User,
+  WebhookEndpoint,
   WebhookEvent,
 } from "./types.js";
-export { DEFAULT_TOLERANCE, SEQUENCE_HEADER, SIGNATURE_HEADER, verifySignature, verifyWebhook } from "./webhooks.js";
+export {
+  DEFAULT_TOLERANCE,
+  SEQUENCE_HEADER,
+  SIGNATURE_HEADER,
+  verifySignature,
+  verifyStandard,
+  verifyWebhook,
+} from "./webhooks.js";
 export type { VerifyOptions } from "./webhooks.js";
 export { VERSION } from "./version.js";

@@ -26,6 +26,10 @@ export type DiscardedResult = Schemas["DiscardedResult"];
 export type Guard = Schemas["Guard"];
 export type DeprovisionGuardSetting = Schemas["DeprovisionGuardSetting"];
 export type ScimOAuthInfo = Schemas["ScimOAuthInfo"];
+export type WebhookEndpoint = Schemas["WebhookEndpoint"];
+export type NewWebhookEndpoint = Schemas["NewWebhookEndpoint"];
+export type EndpointDelivery = Schemas["EndpointDelivery"];
+export type EndpointTest = Schemas["EndpointTest"];
 export type DirectoryType = Schemas["TypeEnum"];
 export type EventType = Schemas["EventEnum"];
 

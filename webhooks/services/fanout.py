@@ -218,22 +218,7 @@ def endpoint_deliveries_send(
     finally:
         unattempted = claimed[len(done) :]
         if done:
-            EndpointDelivery.objects.bulk_update(
-                done,
-                [
-                    "state",
-                    "state_reason",
-                    "attempts",
-                    "attempted_at",
-                    "finished_at",
-                    "status_code",
-                    "latency_ms",
-                    "error_class",
-                    "error_message",
-                    "response_excerpt",
-                    "resend",
-                ],
-            )
+            _record(done)
         if unattempted:
             EndpointDelivery.objects.filter(id__in=[d.id for d in unattempted], state=EventState.SENDING).update(
                 state=EventState.PENDING, claimed_at=None
@@ -241,6 +226,32 @@ def endpoint_deliveries_send(
         result.released = len(unattempted)
     result.sending_seconds = time.monotonic() - started
     return result
+
+
+_CLOSED_FIELDS = (
+    "state",
+    "state_reason",
+    "attempts",
+    "attempted_at",
+    "finished_at",
+    "status_code",
+    "latency_ms",
+    "error_class",
+    "error_message",
+    "response_excerpt",
+    "resend",
+)
+
+
+def _record(done: list[EndpointDelivery]) -> None:
+    """Close the attempted deliveries, each by its own UPDATE in one transaction (Django's bulk_update
+    builds a CASE per field, which cost most of the drain's CPU), touching only rows still `sending`: never
+    one the sweep already closed."""
+    with transaction.atomic():
+        for delivery in done:
+            EndpointDelivery.objects.filter(pk=delivery.pk, state=EventState.SENDING).update(
+                **{field: getattr(delivery, field) for field in _CLOSED_FIELDS}
+            )
 
 
 def _close(delivery: EndpointDelivery, outcome: transport.AttemptResult, attempted_at: datetime, log: bool) -> None:

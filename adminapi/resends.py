@@ -18,6 +18,11 @@ class AdminChangesResendApi(AdminView):
         directory = self._directory(directory_id)
         asked = changes_resend_input(json_object_body(request))
         queued = changes_resend(
-            directory=directory, first=asked.first, last=asked.last, event_ids=asked.event_ids, actor=self._actor()
+            directory=directory,
+            first=asked.first,
+            last=asked.last,
+            event_ids=asked.event_ids,
+            endpoint_id=asked.endpoint_id,
+            actor=self._actor(),
         )
         return ok({"queued": queued}, status=202)

@@ -18,10 +18,33 @@ from adminapi import (
     secrets,
     setup_links,
     users_groups,
+    webhook_endpoints,
 )
 
 urlpatterns = [
     path("user/_login", login.AdminLoginApi.as_view(), name="admin-login"),
+    # Webhook endpoints (contract §5.2), every tenant's.
+    path("webhook-endpoints", webhook_endpoints.AdminWebhookEndpointsApi.as_view(), name="admin-webhook-endpoints"),
+    path(
+        "webhook-endpoints/<str:endpoint_id>",
+        webhook_endpoints.AdminWebhookEndpointApi.as_view(),
+        name="admin-webhook-endpoint",
+    ),
+    path(
+        "webhook-endpoints/<str:endpoint_id>/secret",
+        webhook_endpoints.AdminWebhookEndpointSecretApi.as_view(),
+        name="admin-webhook-endpoint-secret",
+    ),
+    path(
+        "webhook-endpoints/<str:endpoint_id>/test",
+        webhook_endpoints.AdminWebhookEndpointTestApi.as_view(),
+        name="admin-webhook-endpoint-test",
+    ),
+    path(
+        "webhook-endpoints/<str:endpoint_id>/deliveries",
+        webhook_endpoints.AdminWebhookEndpointDeliveriesApi.as_view(),
+        name="admin-webhook-endpoint-deliveries",
+    ),
     path("directories", directories.AdminDirectoriesApi.as_view(), name="admin-directories"),
     path("directories/<str:directory_id>", directories.AdminDirectoryApi.as_view(), name="admin-directory"),
     path("directories/<str:directory_id>/scim-secret", secrets.AdminScimSecretApi.as_view(), name="admin-scim-secret"),

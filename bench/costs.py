@@ -42,6 +42,8 @@ edited), to price a fix before anyone writes it:
                    one round trip per request (the design core.ratelimit avoids); a run with any limits_*
                    variant also prints the limiter alone (µs of CPU per admitted request, its settle thread
                    included)
+- endpoints_50     50 enabled webhook endpoints that match the directory's every event (contract §5.2): the
+                   SCIM write must cost what the baseline does, since the endpoints are matched in the worker
 """
 
 from __future__ import annotations
@@ -131,6 +133,17 @@ class Harness:
             },
         )
         guard_directory_counting(self.directory)
+        self._endpoints: list[Any] = []
+        if "endpoints_50" in on:
+            from webhooks.services.endpoints import endpoint_create
+
+            for i in range(50):
+                self._endpoints.append(
+                    endpoint_create(
+                        data={"url": f"http://127.0.0.1:9/endpoint-{i}", "tenant": f"costs-{tag}", "events": ["*"]},
+                        **systems.service_actor(endpoint_create),
+                    )
+                )
         self.credential = self.directory.scim_secret
         if "oauth_token" in on:
             from directories.services import directory_scim_oauth_secret_rotate
@@ -187,6 +200,10 @@ class Harness:
                 handler.stream.close()
         lines.level, lines.handlers, lines.propagate = self._saved_logging
         Exchange.record = self._record  # type: ignore[method-assign]
+        if self._endpoints:
+            from webhooks.models import WebhookEndpoint
+
+            WebhookEndpoint.objects.filter(id__in=[e.id for e in self._endpoints]).delete()
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[str, bytes]:
         data = json.dumps(body).encode() if body is not None else b""

@@ -4,8 +4,9 @@
     python clients/codegen.py results-document CLIENT_DOCUMENT OUT  # what the Python results come from
 
 The client document is Roster's document with the paths the clients call: those under
-/api/v1/directory-sync. The /api/v1/dsync alias (kept for clients of other directory-sync services) and the
-document's own route are left out, with every component only they use. Nothing else changes: the types
+/api/v1/directory-sync and /api/v1/webhook-endpoints. The /api/v1/dsync alias (kept for clients of other
+directory-sync services) and the document's own route are left out, with every component only they use.
+Nothing else changes: the types
 are Roster's as it documents them.
 
 The results document keeps the components a successful answer carries (the Python client types what
@@ -19,7 +20,7 @@ import json
 import sys
 from typing import Any
 
-CLIENT_PREFIX = "/api/v1/directory-sync"
+CLIENT_PREFIXES = ("/api/v1/directory-sync", "/api/v1/webhook-endpoints")
 REF_PREFIX = "#/components/schemas/"
 
 
@@ -57,7 +58,7 @@ def _with_schemas(document: dict[str, Any], roots: set[str]) -> dict[str, Any]:
 
 
 def client_document(document: dict[str, Any]) -> dict[str, Any]:
-    paths = {path: item for path, item in document["paths"].items() if path.startswith(CLIENT_PREFIX)}
+    paths = {path: item for path, item in document["paths"].items() if path.startswith(CLIENT_PREFIXES)}
     return _with_schemas(dict(document, paths=paths), refs(paths))
 
 

@@ -230,7 +230,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # Three lists answer a `status` of their own: a setup link's gets a name of its own.
-    "ENUM_NAME_OVERRIDES": {"SetupLinkStatusEnum": "setuplinks.models.SetupLinkStatus.values"},
+    "ENUM_NAME_OVERRIDES": {
+        "SetupLinkStatusEnum": "setuplinks.models.SetupLinkStatus.values",
+        "WebhookFormatEnum": "webhooks.models.EndpointFormat.values",
+    },
 }
 
 # Celery: with no broker, tasks run in-process after commit (webhooks.services.draining decides how,

@@ -89,6 +89,7 @@ def directory_data(
             "oauth": scim_oauth_data(directory),
         },
         "webhook": {"endpoint": directory.webhook_url or None, "secret": directory.webhook_secret or None},
+        "webhook_format": directory.webhook_format,
         "created_at": iso_utc_or_none(directory.created_at),
         # mapped attributes and roles (contract §3)
         "attribute_map": directory.attribute_map,

@@ -238,3 +238,52 @@ class SetupLinkInviteForm(forms.Form):
             "allow_mapping": self.cleaned_data["allow_mapping"],
             "return_url": self.cleaned_data["return_url"].strip(),
         }
+
+
+class WebhookEndpointForm(forms.Form):
+    """A webhook endpoint (contract §5.2), created or edited. Empty filters mean "any"; the service checks
+    every value (webhooks.services.endpoints) and its messages are shown next to the fields."""
+
+    url = _text(2048, required=True, placeholder="https://app.example.com/hooks/roster")
+    description = _text(500)
+    events = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Events",
+        help_text="Event names separated by spaces or commas (user.created, group.user_added, dsync.deleted…), "
+        "or * for every event.",
+        widget=forms.TextInput(attrs={"placeholder": "*"}),
+    )
+    tenant = _text(200)
+    product = _text(200)
+    directory_id = _text(36)
+    format = forms.ChoiceField(
+        choices=[("roster", "roster: Roster-Signature header"), ("standard", "standard: Standard Webhooks v1")],
+        initial="roster",
+    )
+    enabled = forms.BooleanField(required=False, initial=True)
+
+    def service_data(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        events = [name for name in data["events"].replace(",", " ").split() if name] or ["*"]
+        return {
+            "url": data["url"].strip(),
+            "description": data["description"],
+            "events": events,
+            "tenant": data["tenant"].strip() or None,
+            "product": data["product"].strip() or None,
+            "directory_id": data["directory_id"].strip() or None,
+            "format": data["format"],
+            "enabled": data["enabled"],
+        }
+
+
+class EndpointRotateForm(forms.Form):
+    grace_seconds = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=86400,
+        initial=0,
+        label="Grace (seconds)",
+        help_text="standard endpoints: both signatures are sent for this long. roster endpoints switch at once.",
+    )

@@ -16,6 +16,7 @@ from portal.views import (
     people,
     scim_requests,
     setup_links,
+    webhook_endpoints,
 )
 
 app_name = "portal"
@@ -24,6 +25,28 @@ urlpatterns = [
     path("login", auth.signin, name="login"),
     path("logout", auth.signout, name="logout"),
     path("", directories.directory_list, name="directories"),
+    # Webhook endpoints (contract §5.2).
+    path("webhook-endpoints", webhook_endpoints.endpoint_list_view, name="webhook_endpoints"),
+    path("webhook-endpoints/new", webhook_endpoints.endpoint_create_view, name="webhook_endpoint_create"),
+    path("webhook-endpoints/<str:endpoint_id>", webhook_endpoints.endpoint_detail_view, name="webhook_endpoint"),
+    path(
+        "webhook-endpoints/<str:endpoint_id>/enabled",
+        webhook_endpoints.endpoint_enabled_view,
+        name="webhook_endpoint_enabled",
+    ),
+    path(
+        "webhook-endpoints/<str:endpoint_id>/secret",
+        webhook_endpoints.endpoint_rotate_view,
+        name="webhook_endpoint_secret",
+    ),
+    path(
+        "webhook-endpoints/<str:endpoint_id>/test", webhook_endpoints.endpoint_test_view, name="webhook_endpoint_test"
+    ),
+    path(
+        "webhook-endpoints/<str:endpoint_id>/delete",
+        webhook_endpoints.endpoint_delete_view,
+        name="webhook_endpoint_delete",
+    ),
     path("directories/new", directories.directory_create, name="directory_create"),
     path("directories/<str:directory_id>", directories.directory_detail, name="directory"),
     path("directories/<str:directory_id>/edit", directories.directory_edit, name="directory_edit"),

@@ -15,6 +15,7 @@ from restapi import openapi_feed as feed_doc
 from restapi.apis import ApiView
 from webhooks.feed import FEED_LIMIT_DEFAULT, FEED_LIMIT_MAX, feed_read
 from webhooks.rendering import change_data, feed_head_data
+from webhooks.selectors import events_deliveries
 
 
 class DirectoryChangesApi(ApiView):
@@ -31,4 +32,8 @@ class DirectoryChangesApi(ApiView):
             raise NotFound("Directory not found.")
         after, limit = position_bounds(request, default_limit=FEED_LIMIT_DEFAULT, max_limit=FEED_LIMIT_MAX)
         page = feed_read(directory=directory, after=after, limit=limit)
-        return ok([change_data(event) for event in page.events], extra={"events": feed_head_data(page.head)})
+        deliveries = events_deliveries(event_ids=[event.id for event in page.events])
+        return ok(
+            [change_data(event, deliveries.get(event.id)) for event in page.events],
+            extra={"events": feed_head_data(page.head)},
+        )

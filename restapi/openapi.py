@@ -50,7 +50,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
         }
 
 
-REST_PREFIXES = ("/api/v1/directory-sync", "/api/v1/dsync", "/api/v1/schema")
+REST_PREFIXES = ("/api/v1/directory-sync", "/api/v1/dsync", "/api/v1/schema", "/api/v1/webhook-endpoints")
 _ALIAS = "/api/v1/dsync"
 
 

@@ -133,6 +133,9 @@ class DirectorySerializer(serializers.Serializer):
     deactivated = serializers.BooleanField()
     scim = ScimInfo()
     webhook = WebhookInfo()
+    webhook_format = serializers.ChoiceField(
+        choices=["roster", "standard"], help_text="How the directory's own webhook is signed (contract §5.2)."
+    )
     created_at = serializers.DateTimeField()
     # mapped attributes and roles (contract §3)
     attribute_map = serializers.DictField(
@@ -178,6 +181,12 @@ class DirectoryCreateInput(serializers.Serializer):
     )
     webhook_url = _optional_text(2048, "An http or https URL on a public address; absent, null or empty: no webhook.")
     webhook_secret = _optional_text(512, "Needs webhook_url; generated if omitted.")
+    webhook_format = serializers.ChoiceField(
+        choices=["roster", "standard"],
+        required=False,
+        help_text="roster (default): the Roster-Signature header. standard: Standard Webhooks v1, which needs a "
+        "webhook_secret of the form whsec_<base64>.",
+    )
     log_webhook_events = serializers.BooleanField(required=False, allow_null=True, default=False)
     log_scim_requests = serializers.BooleanField(required=False, allow_null=True, default=False)
     # its bounds are set by restapi.openapi._tighten, as DirectoryPatchInput's
@@ -217,6 +226,12 @@ class DirectoryPatchInput(serializers.Serializer):
     name = serializers.CharField(required=False, min_length=1, max_length=200)
     webhook_url = _optional_text(2048, "Empty or null removes the webhook.")
     webhook_secret = _optional_text(512, "Needs a webhook_url.")
+    webhook_format = serializers.ChoiceField(
+        choices=["roster", "standard"],
+        required=False,
+        help_text="roster (default): the Roster-Signature header. standard: Standard Webhooks v1, which needs a "
+        "webhook_secret of the form whsec_<base64>.",
+    )
     log_webhook_events = serializers.BooleanField(required=False, allow_null=True)
     deactivated = serializers.BooleanField(required=False, allow_null=True)
     # mapped attributes and roles: bounds and key patterns are set by restapi.openapi._tighten (MAP_SCHEMAS)

@@ -63,6 +63,13 @@ class ChangeDeliverySerializer(serializers.Serializer):
     )
 
 
+class ChangeEndpointDeliverySerializer(serializers.Serializer):
+    endpoint_id = serializers.UUIDField(help_text="The webhook endpoint (contract §5.2).")
+    status = serializers.ChoiceField(choices=[state.value for state in EventState])
+    status_code = serializers.IntegerField(allow_null=True, help_text="The receiver's HTTP status, if any.")
+    attempted_at = serializers.DateTimeField(allow_null=True, help_text="When the last attempt started.")
+
+
 class ChangeSerializer(serializers.Serializer):
     id = serializers.UUIDField(help_text="The event's id, as in the webhook.")
     event = serializers.ChoiceField(choices=DIRECTORY_EVENTS)
@@ -79,6 +86,9 @@ class ChangeSerializer(serializers.Serializer):
         help_text="user.updated and group.updated only: the previous value of each top-level field that changed.",
     )
     delivery = ChangeDeliverySerializer()
+    deliveries = ChangeEndpointDeliverySerializer(
+        many=True, help_text="One per webhook endpoint the event went to (empty until the worker matched it)."
+    )
 
 
 class ChangeListEnvelope(serializers.Serializer):

@@ -22,6 +22,11 @@ ResendRangeInput = type(
     {
         "from": _sequence_field("The first sequence number to resend (inclusive)."),
         "to": _sequence_field(f"The last one (inclusive): at least from, at most from + {RESEND_MAX - 1}."),
+        "endpoint_id": serializers.UUIDField(
+            required=False,
+            help_text="Send to this webhook endpoint only (contract §5.2); it must take the directory's events "
+            "now, else 400. The events of a type it does not take are skipped.",
+        ),
     },
 )
 
@@ -33,6 +38,10 @@ class ResendIdsInput(serializers.Serializer):
         min_length=1,
         max_length=RESEND_MAX,
         help_text="Ids of this directory's events (the id of the webhook payload); an unknown one is a 400.",
+    )
+    endpoint_id = serializers.UUIDField(
+        required=False,
+        help_text="Send to this webhook endpoint only (contract §5.2); it must take every named event now, else 400.",
     )
 
 

@@ -45,6 +45,7 @@ class ChangesResendApi(ApiView):
             first=asked.first,
             last=asked.last,
             event_ids=asked.event_ids,
+            endpoint_id=asked.endpoint_id,
             actor=actor_of(request),
         )
         return ok({"queued": queued}, status=202)

@@ -24,6 +24,13 @@ from restapi.openapi import RestSchemaView
 from restapi.resends import ChangesResendApi
 from restapi.scim_requests import DirectoryScimRequestsApi
 from restapi.setup_links import SetupLinkApi, SetupLinksApi
+from restapi.webhook_endpoints import (
+    WebhookEndpointApi,
+    WebhookEndpointDeliveriesApi,
+    WebhookEndpointsApi,
+    WebhookEndpointSecretApi,
+    WebhookEndpointTestApi,
+)
 
 
 def _routes(prefix: str, suffix: str) -> list:
@@ -163,4 +170,25 @@ def _held_routes(prefix: str, suffix: str) -> list:
 urlpatterns += [
     *_held_routes("api/v1/directory-sync", ""),
     *_held_routes("api/v1/dsync", "-dsync"),
+]
+
+# Webhook endpoints (contract §5.2): not under a directory, since one may take every directory's events.
+urlpatterns += [
+    path("api/v1/webhook-endpoints", WebhookEndpointsApi.as_view(), name="webhook-endpoints"),
+    path("api/v1/webhook-endpoints/<str:endpoint_id>", WebhookEndpointApi.as_view(), name="webhook-endpoint"),
+    path(
+        "api/v1/webhook-endpoints/<str:endpoint_id>/secret",
+        WebhookEndpointSecretApi.as_view(),
+        name="webhook-endpoint-secret",
+    ),
+    path(
+        "api/v1/webhook-endpoints/<str:endpoint_id>/test",
+        WebhookEndpointTestApi.as_view(),
+        name="webhook-endpoint-test",
+    ),
+    path(
+        "api/v1/webhook-endpoints/<str:endpoint_id>/deliveries",
+        WebhookEndpointDeliveriesApi.as_view(),
+        name="webhook-endpoint-deliveries",
+    ),
 ]

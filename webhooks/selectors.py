@@ -11,7 +11,15 @@ from django.db.models.functions import Coalesce
 
 from core.rows import RowReader
 from directories.models import Directory
-from webhooks.models import EventSequence, EventState, Heartbeat, WebhookDelivery, WebhookEvent
+from webhooks.models import (
+    EndpointDelivery,
+    EventSequence,
+    EventState,
+    Heartbeat,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
 
 
 def delivery_list(*, directory: Directory, failed: bool | None = None) -> QuerySet[WebhookDelivery]:
@@ -44,10 +52,13 @@ class WebhookTarget:
     url: str
     secret: str
     log: bool
+    format: str = "roster"
 
 
 # The columns a delivery reads, through the fixed-SQL row reader: the drain runs this for every batch.
-_targets = RowReader(Directory, fields=("id", "deactivated", "webhook_url", "webhook_secret", "log_webhook_events"))
+_targets = RowReader(
+    Directory, fields=("id", "deactivated", "webhook_url", "webhook_secret", "log_webhook_events", "webhook_format")
+)
 
 
 def webhook_target_get(*, directory_id: uuid.UUID) -> WebhookTarget | None:
@@ -61,6 +72,7 @@ def webhook_target_get(*, directory_id: uuid.UUID) -> WebhookTarget | None:
         directory.webhook_url or "",
         directory.webhook_secret or "",
         bool(directory.log_webhook_events),
+        directory.webhook_format or "roster",
     )
 
 
@@ -102,3 +114,53 @@ def sending_count(*, claimed_before: Any) -> int:
 
 def heartbeat_get(*, name: str) -> Heartbeat | None:
     return Heartbeat.objects.filter(name=name).first()
+
+
+# --- webhook endpoints (contract §5.2) -------------------------------------------------------------------
+
+
+def endpoint_list(
+    *,
+    tenant: str | None = None,
+    product: str | None = None,
+    directory_id: uuid.UUID | None = None,
+    enabled: bool | None = None,
+) -> QuerySet[WebhookEndpoint]:
+    """The endpoints not deleted, oldest first; each filter keeps those whose own filter equals it."""
+    qs = WebhookEndpoint.objects.filter(deleted_at__isnull=True)
+    if tenant is not None:
+        qs = qs.filter(tenant=tenant)
+    if product is not None:
+        qs = qs.filter(product=product)
+    if directory_id is not None:
+        qs = qs.filter(directory_id=directory_id)
+    if enabled is not None:
+        qs = qs.filter(enabled=enabled)
+    return qs.order_by("created_at", "id")
+
+
+def endpoint_get(*, endpoint_id: Any) -> WebhookEndpoint | None:
+    """One endpoint not deleted; None for an unknown or malformed id."""
+    try:
+        pk = uuid.UUID(str(endpoint_id))
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return WebhookEndpoint.objects.filter(pk=pk, deleted_at__isnull=True).first()
+
+
+def endpoint_deliveries(*, endpoint: WebhookEndpoint, failed: bool | None = None) -> QuerySet[EndpointDelivery]:
+    """The endpoint's deliveries, oldest first (stable offset paging); `failed=True`: failed or dropped."""
+    qs = EndpointDelivery.objects.filter(endpoint=endpoint)
+    if failed is True:
+        qs = qs.filter(state__in=[EventState.FAILED, EventState.DROPPED])
+    elif failed is False:
+        qs = qs.exclude(state__in=[EventState.FAILED, EventState.DROPPED])
+    return qs.order_by("created_at", "id")
+
+
+def events_deliveries(*, event_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[EndpointDelivery]]:
+    """The endpoint deliveries of these events, by event (for the changes feed's `deliveries`)."""
+    out: dict[uuid.UUID, list[EndpointDelivery]] = {}
+    for delivery in EndpointDelivery.objects.filter(event_id__in=event_ids).order_by("created_at", "id"):
+        out.setdefault(delivery.event_id, []).append(delivery)
+    return out

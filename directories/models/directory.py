@@ -33,6 +33,8 @@ class Directory(models.Model):
     scim_secret = EncryptedTextField()
     webhook_url = models.CharField(max_length=2048, blank=True, default="")
     webhook_secret = EncryptedTextField(blank=True, default="")
+    # How the directory's own webhook is signed (contract §5.2): "roster" or "standard".
+    webhook_format = models.CharField(max_length=16, default="roster")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # --- mapped attributes and roles (contract §3): read by directories.rendering.user_data -------

@@ -21,7 +21,7 @@ from directories.oauthsecrets import secrets_live
 from directories.outbox import outbox as _events
 from directories.rendering import directory_public_data as _public
 from directories.services.auditing import directory_audit, update_action, update_details
-from directories.services.secrets import secret_generate
+from directories.services.secrets import secret_generate, standard_secret_generate, standard_secret_valid
 
 ALLOWED_TYPES = [choice.value for choice in DirectoryType]
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
@@ -30,6 +30,7 @@ UPDATABLE_FIELDS = (
     "name",
     "webhook_url",
     "webhook_secret",
+    "webhook_format",
     "log_webhook_events",
     "deactivated",
     "log_scim_requests",
@@ -96,6 +97,27 @@ def _webhook_fields(data: dict[str, Any], *, current_url: str) -> tuple[str | No
     return url, secret
 
 
+WEBHOOK_FORMATS = ("roster", "standard")
+
+
+def _webhook_format(data: dict[str, Any], *, current: str, secret: str) -> str | None:
+    """`webhook_format` as given (None when absent), checked against the secret it will sign with: a
+    `standard` webhook needs a `whsec_` secret (contract §5.2)."""
+    if "webhook_format" not in data:
+        fmt = None
+    elif data["webhook_format"] not in WEBHOOK_FORMATS:
+        raise ValidationFailed(f"webhook_format must be one of: {', '.join(WEBHOOK_FORMATS)}.", field="webhook_format")
+    else:
+        fmt = str(data["webhook_format"])
+    if (fmt or current) == "standard" and secret and not standard_secret_valid(secret):
+        raise ValidationFailed(
+            "A standard webhook needs a webhook_secret of the form whsec_<base64 of at least 16 bytes>: send a new "
+            "webhook_secret of that form with webhook_format.",
+            field="webhook_secret" if data.get("webhook_secret") else "webhook_format",
+        )
+    return fmt
+
+
 def directory_create(*, data: dict[str, Any], actor: Actor) -> Directory:
     """Create a directory from request data (name, tenant, product, type, webhook_url, webhook_secret,
     log_webhook_events, log_scim_requests, scim_rate_limit), raising ValidationFailed with a message naming
@@ -110,6 +132,9 @@ def directory_create(*, data: dict[str, Any], actor: Actor) -> Directory:
     # The built name must fit the column as a given one does: tenant and product may be 200 characters each.
     name = _string(data, "name") or f"{tenant} {product} ({DirectoryType(dir_type).label})"[:NAME_MAX_LENGTH]
     webhook_url, webhook_secret = _webhook_fields(data, current_url="")
+    webhook_format = _webhook_format(data, current="roster", secret=webhook_secret or "") or "roster"
+    if webhook_url and not webhook_secret:
+        webhook_secret = standard_secret_generate() if webhook_format == "standard" else secret_generate()
     log_events = _boolean(data, "log_webhook_events") or False
     log_requests = _boolean(data, "log_scim_requests") or False
     rate_limit = scim_rate_limit_check(data.get("scim_rate_limit"))
@@ -124,7 +149,8 @@ def directory_create(*, data: dict[str, Any], actor: Actor) -> Directory:
             scim_rate_limit=rate_limit,
             scim_secret=secret_generate(),
             webhook_url=webhook_url or "",
-            webhook_secret=(webhook_secret or secret_generate()) if webhook_url else "",
+            webhook_secret=webhook_secret if webhook_url else "",
+            webhook_format=webhook_format,
         )
         _events().event_record(directory=directory, event_type="dsync.created", data=_public(directory))
         directory_audit(
@@ -162,6 +188,14 @@ def directory_update(*, directory: Directory, data: dict[str, Any], actor: Actor
                 changes["webhook_secret"] = secret_generate()
         if secret:
             changes["webhook_secret"] = secret
+    if "webhook_format" in data and data["webhook_format"] == "standard" and not data.get("webhook_secret"):
+        if changes.get("webhook_secret"):  # generated above for a new URL: of the form the format needs
+            changes["webhook_secret"] = standard_secret_generate()
+    fmt = _webhook_format(
+        data, current=directory.webhook_format, secret=changes.get("webhook_secret", directory.webhook_secret)
+    )
+    if fmt is not None:
+        changes["webhook_format"] = fmt
     for flag in ("log_webhook_events", "deactivated", "log_scim_requests"):
         value = _boolean(data, flag)
         if value is not None:

@@ -3,6 +3,8 @@ its webhook secret. The OAuth client secrets of its SCIM endpoint (contract §4.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -24,6 +26,21 @@ GRACE_SECONDS_MAX = 7 * 24 * 3600
 def secret_generate() -> str:
     """A url-safe secret with 32 random bytes (256 bits) behind it."""
     return secrets.token_urlsafe(32)
+
+
+def standard_secret_generate() -> str:
+    """A Standard Webhooks secret (contract §5.2): `whsec_` and the base64 of 32 random bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+def standard_secret_valid(secret: str) -> bool:
+    """Whether `secret` is `whsec_<base64 of at least 16 bytes>`, what a `standard` webhook signs with."""
+    if not secret.startswith("whsec_"):
+        return False
+    try:
+        return len(base64.b64decode(secret[6:], validate=True)) >= 16
+    except (binascii.Error, ValueError):
+        return False
 
 
 def grace_seconds_check(value: object) -> int:
@@ -89,7 +106,9 @@ def directory_webhook_secret_rotate(*, directory: Directory, actor: Actor) -> Di
     if not directory.webhook_url:
         raise ValidationFailed("This directory has no webhook_url, so it has no webhook secret to rotate.")
     with transaction.atomic():
-        directory.webhook_secret = secret_generate()
+        # A standard webhook keeps a secret of the form it signs with (contract §5.2).
+        standard = directory.webhook_format == "standard"
+        directory.webhook_secret = standard_secret_generate() if standard else secret_generate()
         directory.save(update_fields=["webhook_secret", "updated_at"])
         directory_audit(actor=actor, action="directory.webhook_secret_rotated", directory=directory)
     return directory

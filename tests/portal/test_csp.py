@@ -21,6 +21,7 @@ from portal.urls import urlpatterns
 from tests.actors import TEST_ACTOR
 from tests.portal.conftest import make_group, make_user
 from webhooks.models import WebhookDelivery
+from webhooks.services.endpoints import endpoint_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -71,6 +72,9 @@ def filled_directory() -> tuple[Directory, dict[str, str]]:
         "entry_id": str(entry.id),
         "link_id": str(uuid.uuid4()),  # its one route is a POST: the GET answers 405 under the policy
         "secret_id": str(uuid.uuid4()),  # the same: revoking an OAuth secret is a POST
+        "endpoint_id": str(
+            endpoint_create(actor=TEST_ACTOR, data={"url": "https://hooks.acme.test/all", "tenant": "acme"}).id
+        ),
     }
     return directory, values
 

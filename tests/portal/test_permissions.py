@@ -13,6 +13,7 @@ from directories.models import Directory, ScimLogEntry
 from tests.actors import TEST_ACTOR
 from tests.portal.conftest import make_group, make_user
 from webhooks.models import WebhookDelivery
+from webhooks.services.endpoints import endpoint_create
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +29,8 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
         directory=directory_a, at=timezone.now(), method="GET", path="/Users", status=404, latency_ms=1, request_id="r"
     )
     d = f"/portal/directories/{directory_a.id}"
+    endpoint = endpoint_create(actor=TEST_ACTOR, data={"url": "https://hooks.example.com/a"})
+    e = f"/portal/webhook-endpoints/{endpoint.id}"
     return {
         "get": [
             "/portal/",
@@ -50,6 +53,10 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
             "/portal/?health=failing",
             "/portal/audit",
             "/portal/directories/not-a-uuid",
+            "/portal/webhook-endpoints",
+            "/portal/webhook-endpoints/new",
+            e,
+            f"{e}?show=all",
         ],
         "post": [
             "/portal/directories/new",
@@ -63,6 +70,12 @@ def urls(directory_a: Directory) -> dict[str, list[str]]:
             f"{d}/scim-secret/revoke-previous",
             f"{d}/scim-oauth-secret",
             f"{d}/scim-static-secret",
+            "/portal/webhook-endpoints/new",
+            e,
+            f"{e}/enabled",
+            f"{e}/secret",
+            f"{e}/test",
+            f"{e}/delete",
         ],
     }
 

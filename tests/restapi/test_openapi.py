@@ -173,7 +173,10 @@ def test_schema_lists_every_route_with_its_alias_and_unique_operation_ids(api_cl
             assert prefix + suffix in doc["paths"], prefix + suffix
     assert "get" in doc["paths"]["/api/v1/schema"]
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
-    assert len(ids) == len(set(ids)) == 65
+    # Webhook endpoints (contract §5.2) have no dsync alias: eight operations on five paths.
+    for path in ("", "/{endpoint_id}", "/{endpoint_id}/secret", "/{endpoint_id}/test", "/{endpoint_id}/deliveries"):
+        assert "/api/v1/webhook-endpoints" + path in doc["paths"], path
+    assert len(ids) == len(set(ids)) == 65 + 8
     assert doc["paths"]["/api/v1/dsync/users"]["get"]["operationId"] == "users_list_dsync"
 
 

@@ -98,6 +98,7 @@ def test_an_item_is_the_exact_payload_with_its_delivery(api_client: Client, dire
     items = api_client.get(feed_url(directory_a)).json()["data"]
     for item, row in zip(items, (delivered, failed, pending), strict=True):
         delivery = item.pop("delivery")
+        assert item.pop("deliveries") == []  # no webhook endpoint (contract §5.2)
         assert item == orjson.loads(row.body)  # same id, event, created_at, sequence, data
         assert list(item) == list(orjson.loads(row.body))  # and in the same order
         assert delivery["status"] == row.state

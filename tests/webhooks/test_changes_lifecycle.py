@@ -154,4 +154,5 @@ def test_the_feed_shows_delivered_and_failed_attempts_with_the_log_switched_off(
     for item in (delivered, failed):
         request = sent[item["id"]]
         assert request.headers["Roster-Event-Sequence"] == "1"
-        assert {k: v for k, v in item.items() if k != "delivery"} == request.json  # the exact payload
+        assert item["deliveries"] == []  # no webhook endpoint (contract §5.2)
+        assert {k: v for k, v in item.items() if k not in ("delivery", "deliveries")} == request.json  # the payload

@@ -57,7 +57,7 @@ from webhooks.services.outbox import (
     unclaim,
 )
 from webhooks.services.reconnect import RECORD_RETRY, ride_out
-from webhooks.signing import SIGNATURE_HEADER, signature_header
+from webhooks.signing import signed_headers
 
 logger = logging.getLogger("roster.webhooks")
 
@@ -83,6 +83,7 @@ def sending_stale_after() -> timedelta:
 class _Target:
     url: str
     secret: str | None
+    format: str  # "roster" or "standard" (contract §5.2)
     log_directory_id: uuid.UUID | None  # the directory whose delivery log records attempts, when it logs
 
 
@@ -94,6 +95,7 @@ class BatchResult:
     dropped: int = 0
     released: int = 0  # claimed but not attempted: back to `pending`
     sending_seconds: float = 0.0  # time spent on the attempts
+    endpoints: int = 0  # attempts to webhook endpoints (contract §5.2), made by the drain beside these
 
     @property
     def attempted(self) -> int:
@@ -106,6 +108,7 @@ class BatchResult:
         self.dropped += other.dropped
         self.released += other.released
         self.sending_seconds += other.sending_seconds
+        self.endpoints += other.endpoints
 
 
 # --- delivering -----------------------------------------------------------------------------------
@@ -181,7 +184,7 @@ def _resolve_target(directory_id: uuid.UUID, target: str) -> _Target | str:
         # they announce exactly that.
         if not settings.WEBHOOK_URL:
             return "WEBHOOK_URL is not set"
-        return _Target(settings.WEBHOOK_URL, settings.WEBHOOK_SECRET or None, None)
+        return _Target(settings.WEBHOOK_URL, settings.WEBHOOK_SECRET or None, "roster", None)
     directory = webhook_target_get(directory_id=directory_id)
     if directory is None:
         return "directory deleted"
@@ -189,7 +192,7 @@ def _resolve_target(directory_id: uuid.UUID, target: str) -> _Target | str:
         return "directory deactivated"
     if not directory.url:
         return "directory has no webhook endpoint"
-    return _Target(directory.url, directory.secret or None, directory_id if directory.log else None)
+    return _Target(directory.url, directory.secret or None, directory.format, directory_id if directory.log else None)
 
 
 def _deliver_claimed(
@@ -281,7 +284,7 @@ def _request(event: Claimed, resolved: _Target) -> tuple[bytes, dict[str, str]]:
         headers["Roster-Event-Sequence"] = str(event.sequence)
     if resolved.secret:
         # Signed now: a resend carries the same body with a fresh timestamp.
-        headers[SIGNATURE_HEADER] = signature_header(body, resolved.secret)
+        headers.update(signed_headers(body, resolved.format, [resolved.secret], str(event.id)))
     return body, headers
 
 

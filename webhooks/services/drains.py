@@ -18,6 +18,7 @@ the drain that keeps it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from django.conf import settings
 
 # Imported as a module, so that a test can resize batches (delivery.BATCH_SIZE) for the drains too.
 import webhooks.services.delivery as delivery
+import webhooks.services.fanout as fanout
 from webhooks.services.delivery import CLAIM_HOLD, BatchResult
 
 logger = logging.getLogger("roster.webhooks")
@@ -66,6 +68,9 @@ class Drain:
     def batch(self) -> Any:
         """Claim and send one batch, sized so that sending it takes about BATCH_WINDOW: a slow
         receiver's events are claimed a few at a time, so a killed worker leaves few of them `sending`."""
+        # The endpoints first match the events recorded since the last batch (contract §5.2); their
+        # deliveries are sent after the directory's own, each key's drain sending those of its directory.
+        matched = fanout.fanout(directory_id=self.key[0])
         result = delivery.events_batch_deliver(
             directory_id=self.key[0],
             target=self.key[1],
@@ -74,6 +79,12 @@ class Drain:
             should_stop=self.should_stop,
         )
         self.totals.add(result)
+        if self.should_stop is None or not self.should_stop():
+            sent = fanout.endpoint_deliveries_send(directory_id=self.key[0], stop_at=self.stop_at)
+            self.totals.endpoints += sent.delivered + sent.failed
+            # The loop goes on while anything was claimed or matched: a batch "claims" its endpoint
+            # deliveries and its matches too.
+            result = dataclasses.replace(result, claimed=result.claimed + sent.claimed + matched)
         if result.attempted:
             per_event = result.sending_seconds / result.attempted
             fits = int(BATCH_WINDOW / per_event) if per_event > 0 else delivery.BATCH_SIZE

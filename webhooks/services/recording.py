@@ -129,7 +129,9 @@ def events_written(
 
 
 def _kicked(prepared: PreparedEvents, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if prepared.send and payloads:
+    # Also without a webhook of its own: the drain matches the events against the webhook endpoints
+    # (contract §5.2), which the request never looks at.
+    if payloads:
         _kick_after_commit(prepared.directory_id, "directory", tuple(payload["event"] for payload in payloads))
     return payloads
 

@@ -34,14 +34,15 @@ from audit.services import audit_record
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.text import INT_MAX
 from directories.models import Directory
-from webhooks.models import EventState, WebhookEvent
+from webhooks.models import EndpointDelivery, EventState, WebhookEndpoint, WebhookEvent
+from webhooks.services.fanout import filters_match
 
 logger = logging.getLogger("roster.webhooks")
 
 RESEND_MAX = 1000  # events per request, by range or by ids
 FINAL_STATES = (EventState.DELIVERED, EventState.FAILED, EventState.DROPPED)
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_FIELDS = ("from", "to", "event_ids")
+_FIELDS = ("from", "to", "event_ids", "endpoint_id")
 # How many unknown ids a 400 names, so its message stays readable with a thousand of them.
 _IDS_NAMED = 10
 
@@ -53,6 +54,7 @@ class ResendRequest:
     first: Any = None
     last: Any = None
     event_ids: Any = None
+    endpoint_id: Any = None  # one webhook endpoint to send to (contract §5.2), instead of the directory's own
 
 
 def changes_resend_input(body: Any) -> ResendRequest:
@@ -63,7 +65,8 @@ def changes_resend_input(body: Any) -> ResendRequest:
     unknown = sorted(set(body) - set(_FIELDS))
     if unknown:
         raise ValidationFailed(
-            f"Unknown field(s): {', '.join(unknown)}. Accepted: from and to, or event_ids.", field=unknown[0]
+            f"Unknown field(s): {', '.join(unknown)}. Accepted: from and to, or event_ids; and endpoint_id.",
+            field=unknown[0],
         )
     has_range = "from" in body or "to" in body
     if has_range and "event_ids" in body:
@@ -74,8 +77,8 @@ def changes_resend_input(body: Any) -> ResendRequest:
         for name in ("from", "to"):
             if name not in body:
                 raise ValidationFailed(f"{name} is required with a range (both ends are inclusive).", field=name)
-        return ResendRequest(first=body["from"], last=body["to"])
-    return ResendRequest(event_ids=body["event_ids"])
+        return ResendRequest(first=body["from"], last=body["to"], endpoint_id=body.get("endpoint_id"))
+    return ResendRequest(event_ids=body["event_ids"], endpoint_id=body.get("endpoint_id"))
 
 
 def _range_checked(first: Any, last: Any) -> tuple[int, int]:
@@ -140,6 +143,7 @@ def changes_resend(
     first: int | None = None,
     last: int | None = None,
     event_ids: list[str] | list[uuid.UUID] | None = None,
+    endpoint_id: Any = None,
     actor: Actor,
 ) -> int:
     """Ask for one more attempt of the directory's events numbered `first`..`last` (inclusive) or of
@@ -151,6 +155,8 @@ def changes_resend(
     (`directory.events_resent`: what was asked and how many were queued). One drain is asked for after
     commit."""
     span, ids = _selection(first, last, event_ids)
+    if endpoint_id is not None:
+        return _endpoint_resend(directory=directory, span=span, ids=ids, endpoint_id=endpoint_id, actor=actor)
     with transaction.atomic():
         current = Directory.objects.filter(pk=directory.pk).first()
         if current is None:
@@ -197,4 +203,105 @@ def changes_resend(
         )
     what = f"sequence {span[0]} to {span[1]}" if span else f"{len(ids or ())} event id(s)"
     logger.info("resend of %s of directory %s asked by %s: %d event(s) queued", what, current.id, actor.name, queued)
+    return queued
+
+
+def _endpoint_resend(
+    *, directory: Directory, span: tuple[int, int] | None, ids: list[uuid.UUID] | None, endpoint_id: Any, actor: Actor
+) -> int:
+    """One more attempt of the chosen events to one webhook endpoint (contract §5.2), which must take them
+    now: its filters must match the directory, and each event named by id must be one of its events (a
+    range skips the events of a type it does not take). Works whether or not the directory has a webhook
+    of its own. Each event's delivery to the endpoint goes back to pending (or is created, for an event
+    recorded before the endpoint existed), marked as a resend. Audited as `directory.events_resent`."""
+    try:
+        endpoint_uuid = uuid.UUID(str(endpoint_id))
+    except (ValueError, TypeError, AttributeError):
+        raise ValidationFailed("endpoint_id must be a webhook endpoint's id.", field="endpoint_id") from None
+    with transaction.atomic():
+        current = Directory.objects.filter(pk=directory.pk).first()
+        if current is None:
+            raise NotFound("Directory not found.")
+        if current.deactivated:
+            raise Conflict("The directory is deactivated: activate it before resending its events.")
+        endpoint = WebhookEndpoint.objects.filter(pk=endpoint_uuid, deleted_at__isnull=True).first()
+        if endpoint is None:
+            raise ValidationFailed("endpoint_id names no webhook endpoint.", field="endpoint_id")
+        if not filters_match(endpoint, current.id, current.tenant, current.product):
+            raise ValidationFailed(
+                "This endpoint does not take this directory's events now (disabled, or its filters differ).",
+                field="endpoint_id",
+            )
+        events = WebhookEvent.objects.filter(directory_id=current.id, target="directory", sequence__isnull=False)
+        if ids is not None:
+            chosen = list(events.filter(id__in=ids))
+            found = {event.id for event in chosen}
+            unknown = [str(event_id) for event_id in ids if event_id not in found]
+            if unknown:
+                raise ValidationFailed(
+                    f"Not events of this directory (or no longer kept): {', '.join(unknown[:_IDS_NAMED])}. "
+                    "Nothing was queued.",
+                    field="event_ids",
+                )
+            refused = [str(e.id) for e in chosen if "*" not in endpoint.events and e.event_type not in endpoint.events]
+            if refused:
+                raise ValidationFailed(
+                    f"The endpoint does not take these events: {', '.join(refused[:_IDS_NAMED])}. Nothing was queued.",
+                    field="endpoint_id",
+                )
+        else:
+            low, high = span or (0, -1)
+            chosen = [
+                e
+                for e in events.filter(sequence__gte=low, sequence__lte=high)
+                if "*" in endpoint.events or e.event_type in endpoint.events
+            ]
+        by_event = {
+            d.event_id: d
+            for d in EndpointDelivery.objects.filter(endpoint=endpoint, event_id__in=[e.id for e in chosen])
+        }
+        queued = 0
+        fresh: list[EndpointDelivery] = []
+        for event in chosen:
+            delivery = by_event.get(event.id)
+            if delivery is None:
+                fresh.append(
+                    EndpointDelivery(
+                        endpoint=endpoint,
+                        event_id=event.id,
+                        directory_id=current.id,
+                        event_type=event.event_type,
+                        sequence=event.sequence,
+                        url=endpoint.url,
+                        event_created_at=event.created_at,
+                        resend=True,
+                    )
+                )
+            elif delivery.state in FINAL_STATES:
+                queued += EndpointDelivery.objects.filter(pk=delivery.pk, state__in=FINAL_STATES).update(
+                    state=EventState.PENDING, resend=True, claimed_at=None, finished_at=None, state_reason="",
+                    created_at=timezone.now(),
+                )  # fmt: skip
+        EndpointDelivery.objects.bulk_create(fresh, ignore_conflicts=True)
+        queued += len(fresh)
+        if queued:
+            transaction.on_commit(functools.partial(draining.kick, current.id, "directory"))
+        asked: dict[str, Any] = (
+            {"event_ids": [str(i) for i in ids]}
+            if ids is not None
+            else {"from": span[0], "to": span[1]}
+            if span
+            else {}
+        )
+        audit_record(
+            actor=actor,
+            action="directory.events_resent",
+            target_type="directory",
+            target_id=current.id,
+            directory_id=current.id,
+            details={"name": current.name, **asked, "endpoint_id": str(endpoint.id), "queued": queued},
+        )
+    logger.info(
+        "resend to endpoint %s of directory %s asked by %s: %d queued", endpoint.id, current.id, actor.name, queued
+    )
     return queued

@@ -17,7 +17,7 @@ from django.utils import timezone
 import webhooks.services.draining as draining
 from core import metrics
 from directories.models import Directory
-from webhooks.models import EventState, WebhookDelivery, WebhookEvent
+from webhooks.models import EndpointDelivery, EventState, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.services.delivery import sending_stale_after
 from webhooks.services.heartbeats import SWEEP, heartbeat_record
 
@@ -59,6 +59,22 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
         .annotate(events=Count("id"))
         .order_by("directory_id", "target")[:limit]
     )
+    lost += _endpoint_deliveries_worker_lost(now)
+    # Webhook endpoints (contract §5.2): events the worker has not matched yet, and endpoint deliveries
+    # waiting, are sent by their directory's drain.
+    waiting = set(
+        WebhookEvent.objects.filter(fanned_out=False, created_at__lte=now - pending_age)
+        .values_list("directory_id", flat=True)
+        .order_by()
+        .distinct()[:limit]
+    ) | set(
+        EndpointDelivery.objects.filter(state=EventState.PENDING, created_at__lte=now - pending_age)
+        .values_list("directory_id", flat=True)
+        .order_by()
+        .distinct()[:limit]
+    )
+    waiting -= {directory_id for directory_id, target, _n in keys if target == "directory"}
+    keys += [(directory_id, "directory", 0) for directory_id in sorted(waiting)]
     handed = draining.kick_many([(directory_id, target) for directory_id, target, _n in keys]) if keys else 0
     enqueued = sum(n for _d, _t, n in keys[:handed])
     metrics.deliveries_closed(outcome="worker_lost", reason="WorkerLost", count=lost)
@@ -128,6 +144,19 @@ def before_feed_purge_set(hook: Callable[[uuid.UUID], object]) -> None:
         _before_feed_purge.append(hook)
 
 
+def _endpoint_deliveries_worker_lost(now: datetime) -> int:
+    """Endpoint deliveries left `sending` by a killed worker: `failed` ("worker lost"), never retried."""
+    return EndpointDelivery.objects.filter(state=EventState.SENDING, claimed_at__lt=now - sending_stale_after()).update(
+        state=EventState.FAILED,
+        state_reason="worker lost: the attempt was interrupted and its outcome is unknown",
+        error_class="WorkerLost",
+        finished_at=now,
+        attempts=F("attempts") + 1,
+        attempted_at=F("claimed_at"),
+        resend=False,
+    )
+
+
 @dataclass(frozen=True)
 class PurgeResult:
     deliveries: int
@@ -144,6 +173,11 @@ def deliveries_purge(*, now: datetime | None = None) -> PurgeResult:
     off, _ = WebhookDelivery.objects.filter(directory__log_webhook_events=False).delete()
     events, _ = WebhookEvent.objects.filter(sequence__isnull=True, state__in=FINISHED, finished_at__lt=cutoff).delete()
     events += feed_purge(before=now - timedelta(days=settings.EVENT_RETENTION_DAYS))
+    # Endpoint deliveries live as long as the feed's events (their outcomes are the feed's `deliveries`),
+    # and a deleted endpoint goes once its last delivery has.
+    horizon = now - timedelta(days=max(settings.EVENT_RETENTION_DAYS, settings.WEBHOOK_LOG_RETENTION_DAYS))
+    EndpointDelivery.objects.filter(event_created_at__lt=horizon, state__in=FINISHED).delete()
+    WebhookEndpoint.objects.filter(deleted_at__lt=horizon, deliveries__isnull=True).delete()
     return PurgeResult(deliveries=deliveries + off, events=events)
 
 

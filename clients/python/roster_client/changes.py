@@ -91,6 +91,7 @@ class Changes(Namespace):
         from_sequence: Optional[int] = None,
         to_sequence: Optional[int] = None,
         event_ids: Optional[Sequence[str]] = None,
+        endpoint_id: Optional[str] = None,
     ) -> ResendResult:
         """One more attempt of chosen events to the directory's current webhook: the range `from_sequence`
         to `to_sequence` (both included, at most 1000), or `event_ids`. Its `queued` counts them."""
@@ -102,5 +103,7 @@ class Changes(Namespace):
             body = {"from": from_sequence, "to": to_sequence}
         else:
             raise ValueError("give from_sequence and to_sequence, or event_ids")
+        if endpoint_id is not None:
+            body["endpoint_id"] = str(endpoint_id)  # that webhook endpoint only, instead of the directory's own
         answer = self._t.call("POST", f"{BASE}/{segment(directory_id)}/changes/resend", body=body)
         return ResendResult.from_dict(answer.body["data"])

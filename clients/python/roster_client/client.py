@@ -31,6 +31,7 @@ from roster_client.changes import Changes
 from roster_client.directory_admin import HeldChanges, SetupLinks
 from roster_client.history import History
 from roster_client.paging import Paged, paged
+from roster_client.webhook_endpoints import WebhookEndpoints
 
 BASE = "/api/v1/directory-sync"
 
@@ -60,6 +61,7 @@ class Directories(Namespace):
         log_webhook_events: Optional[bool] = None,
         log_scim_requests: Optional[bool] = None,
         scim_rate_limit: Optional[int] = None,
+        webhook_format: Optional[str] = None,
     ) -> Directory:
         """A new directory, with its SCIM endpoint and secret (None: Roster's default for that field;
         `scim_rate_limit`: SCIM requests per minute, 1500 to 600000, 0 for no limit)."""
@@ -73,6 +75,7 @@ class Directories(Namespace):
             "log_webhook_events": log_webhook_events,
             "log_scim_requests": log_scim_requests,
             "scim_rate_limit": scim_rate_limit,
+            "webhook_format": webhook_format,
         }
         body = {key: value for key, value in fields.items() if value is not None}
         return Directory.from_dict(self._t.call("POST", BASE, body=body).body["data"])
@@ -99,6 +102,7 @@ class Directories(Namespace):
         deprovision_guard: Any = UNSET,
         static_secret_enabled: Any = UNSET,
         scim_rate_limit: Any = UNSET,
+        webhook_format: Any = UNSET,
     ) -> Directory:
         """Change the given fields only. `webhook_url=None` removes the webhook; `attribute_map=None` or `{}`
         clears the map (a map given replaces the whole map). `deprovision_guard` is merged into the current
@@ -118,6 +122,7 @@ class Directories(Namespace):
                 "deprovision_guard": deprovision_guard,
                 "static_secret_enabled": static_secret_enabled,
                 "scim_rate_limit": scim_rate_limit,
+                "webhook_format": webhook_format,
             }
         )
         answer = self._t.call("PATCH", f"{BASE}/{segment(directory_id)}", body=body)
@@ -289,6 +294,7 @@ class Roster:
         self.setup_links = SetupLinks(self._transport)
         self.held_changes = HeldChanges(self._transport)
         self.history = History(self._transport)
+        self.webhook_endpoints = WebhookEndpoints(self._transport)
 
     @property
     def base_url(self) -> str:

@@ -29,7 +29,10 @@ export interface FollowOptions extends FeedPosition {
   signal?: AbortSignal;
 }
 
-export type ResendSelection = { fromSequence: number; toSequence: number } | { eventIds: string[] };
+export type ResendSelection = ({ fromSequence: number; toSequence: number } | { eventIds: string[] }) & {
+  /** Send to this webhook endpoint only, instead of the directory's own webhook. */
+  endpointId?: string;
+};
 
 function checkPosition(after: number, limit: number): void {
   if (!(Number.isInteger(limit) && limit >= 1 && limit <= FEED_LIMIT_MAX)) {
@@ -118,6 +121,7 @@ export class Changes {
     } else {
       throw new TypeError("give fromSequence and toSequence, or eventIds");
     }
+    if (selection.endpointId !== undefined) body.endpoint_id = String(selection.endpointId);
     const envelope = await this.transport.call("POST", `${BASE}/${segment(directoryId)}/changes/resend`, { body });
     return envelope.data as ResendResult;
   }

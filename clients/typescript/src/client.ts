@@ -10,6 +10,7 @@
 import { Changes } from "./changes.js";
 import { HeldChanges, SetupLinks } from "./directoryAdmin.js";
 import { History } from "./history.js";
+import { WebhookEndpoints } from "./webhookEndpoints.js";
 import { type Fetch, type QueryValue, type Sleep, Transport, segment } from "./http.js";
 import { Paged } from "./paging.js";
 import type {
@@ -33,6 +34,8 @@ export interface DirectoryCreate {
   type?: DirectoryType | null;
   webhookUrl?: string | null;
   webhookSecret?: string | null;
+  /** How the directory's own webhook is signed: "roster" (default) or "standard" (needs a whsec_ secret). */
+  webhookFormat?: "roster" | "standard" | null;
   logWebhookEvents?: boolean | null;
   logScimRequests?: boolean | null;
   /** SCIM requests per minute, 1500 to 600000; 0: no limit; null: the deployment's SCIM_RATE_LIMIT. */
@@ -58,6 +61,7 @@ export interface DirectoryUpdate {
   name?: string;
   webhookUrl?: string | null;
   webhookSecret?: string | null;
+  webhookFormat?: "roster" | "standard";
   logWebhookEvents?: boolean;
   logScimRequests?: boolean;
   deactivated?: boolean;
@@ -272,6 +276,7 @@ export class Roster {
   readonly setupLinks: SetupLinks;
   readonly heldChanges: HeldChanges;
   readonly history: History;
+  readonly webhookEndpoints: WebhookEndpoints;
   readonly baseUrl: string;
 
   constructor(options: RosterOptions = {}) {
@@ -293,5 +298,6 @@ export class Roster {
     this.setupLinks = new SetupLinks(transport);
     this.heldChanges = new HeldChanges(transport);
     this.history = new History(transport);
+    this.webhookEndpoints = new WebhookEndpoints(transport);
   }
 }

@@ -25,6 +25,8 @@ export { Changes } from "./changes.js";
 export { HeldChanges, SetupLinks } from "./directoryAdmin.js";
 export { History, type HistoryPoint } from "./history.js";
 export type { SetupLinkCreate } from "./directoryAdmin.js";
+export { WebhookEndpoints } from "./webhookEndpoints.js";
+export type { WebhookEndpointCreate, WebhookEndpointFilters, WebhookEndpointUpdate } from "./webhookEndpoints.js";
 export type { FeedPosition, FollowOptions, ResendSelection } from "./changes.js";
 export {
   AuthenticationError,
@@ -50,6 +52,8 @@ export type {
   Directory,
   DirectoryType,
   DiscardedResult,
+  EndpointDelivery,
+  EndpointTest,
   EventType,
   EventsSummary,
   Group,
@@ -61,14 +65,23 @@ export type {
   Member,
   NewScimOAuthSecret,
   NewSetupLink,
+  NewWebhookEndpoint,
   ResendResult,
   ScimOAuthInfo,
   ScimOAuthSecret,
   ScimRequest,
   SetupLink,
   User,
+  WebhookEndpoint,
   WebhookEvent,
 } from "./types.js";
-export { DEFAULT_TOLERANCE, SEQUENCE_HEADER, SIGNATURE_HEADER, verifySignature, verifyWebhook } from "./webhooks.js";
+export {
+  DEFAULT_TOLERANCE,
+  SEQUENCE_HEADER,
+  SIGNATURE_HEADER,
+  verifySignature,
+  verifyStandard,
+  verifyWebhook,
+} from "./webhooks.js";
 export type { VerifyOptions } from "./webhooks.js";
 export { VERSION } from "./version.js";

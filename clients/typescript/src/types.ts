@@ -31,6 +31,10 @@ export type DeprovisionGuardSetting = Schemas["DeprovisionGuardSetting"];
 export type ScimOAuthInfo = Schemas["ScimOAuthInfo"];
 export type ScimOAuthSecret = Schemas["ScimOAuthSecret"];
 export type NewScimOAuthSecret = Schemas["NewScimOAuthSecret"];
+export type WebhookEndpoint = Schemas["WebhookEndpoint"];
+export type NewWebhookEndpoint = Schemas["NewWebhookEndpoint"];
+export type EndpointDelivery = Schemas["EndpointDelivery"];
+export type EndpointTest = Schemas["EndpointTest"];
 export type DirectoryType = Schemas["TypeEnum"];
 export type EventType = Schemas["EventEnum"];
 

@@ -17,16 +17,6 @@ class ApprovedResult(Result):
     """
 
 
-ChangeDeliveryStatusEnum: TypeAlias = Literal["pending", "sending", "delivered", "failed", "dropped"]
-"""
-* `pending` - pending
-* `sending` - sending
-* `delivered` - delivered
-* `failed` - failed
-* `dropped` - dropped
-"""
-
-
 ChangeEnum: TypeAlias = Literal["deactivate", "delete", "update"]
 """
 * `deactivate` - deactivate
@@ -85,6 +75,29 @@ class EmptyEnvelope(Result):
     """
     An empty object.
     """
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class EndpointDeliveryError(Result):
+    class_: str
+    message: str
+
+
+@dataclass
+class EndpointTest(Result):
+    delivered: bool
+    error: Optional[str]
+    latency_ms: int
+    status_code: Optional[int]
+
+
+@dataclass
+class EndpointTestEnvelope(Result):
+    data: EndpointTest
     error: Optional[Any]
     """
     Always null on success.
@@ -425,6 +438,16 @@ SetupLinkStatusEnum: TypeAlias = Literal["active", "expired", "revoked"]
 """
 
 
+Status49eEnum: TypeAlias = Literal["pending", "sending", "delivered", "failed", "dropped"]
+"""
+* `pending` - pending
+* `sending` - sending
+* `delivered` - delivered
+* `failed` - failed
+* `dropped` - dropped
+"""
+
+
 TypeEnum: TypeAlias = Literal["okta-scim-v2", "azure-scim-v2", "onelogin-scim-v2", "jumpcloud-scim-v2", "generic-scim-v2"]
 """
 * `okta-scim-v2` - okta-scim-v2
@@ -496,6 +519,13 @@ class UserListEnvelope(Result):
     """
 
 
+WebhookFormatEnum: TypeAlias = Literal["roster", "standard"]
+"""
+* `roster` - roster
+* `standard` - standard
+"""
+
+
 @dataclass
 class WebhookInfo(Result):
     endpoint: Optional[str]
@@ -512,7 +542,7 @@ class ChangeDelivery(Result):
     """
     When the last attempt started.
     """
-    status: ChangeDeliveryStatusEnum
+    status: Status49eEnum
     """
     pending: not attempted yet; sending: an attempt is under way; delivered; failed; dropped: never attempted on purpose (no webhook, or the directory was deactivated).
 
@@ -525,6 +555,23 @@ class ChangeDelivery(Result):
     status_code: Optional[int]
     """
     The receiver's HTTP status of the last attempt (null: no answer, or none made).
+    """
+
+
+@dataclass
+class ChangeEndpointDelivery(Result):
+    attempted_at: Optional[str]
+    """
+    When the last attempt started.
+    """
+    endpoint_id: str
+    """
+    The webhook endpoint (contract §5.2).
+    """
+    status: Status49eEnum
+    status_code: Optional[int]
+    """
+    The receiver's HTTP status, if any.
     """
 
 
@@ -559,6 +606,43 @@ class Delivery(Result):
 @dataclass
 class DeliveryListEnvelope(Result):
     data: list[Delivery]
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class EndpointDelivery(Result):
+    attempted_at: Optional[str]
+    attempts: int
+    created_at: str
+    delivered: bool
+    directory_id: str
+    endpoint_id: str
+    error: Optional[EndpointDeliveryError]
+    event: str
+    event_id: str
+    finished_at: Optional[str]
+    id: str
+    latency_ms: Optional[int]
+    resend: bool
+    response_excerpt: str
+    """
+    Kept only while the directory's log_webhook_events is on.
+    """
+    sequence: Optional[int]
+    status: Status49eEnum
+    status_code: Optional[int]
+    url: str
+    """
+    The endpoint's URL when the event was recorded.
+    """
+
+
+@dataclass
+class EndpointDeliveryListEnvelope(Result):
+    data: list[EndpointDelivery]
     error: Optional[Any]
     """
     Always null on success.
@@ -723,6 +807,41 @@ class NewSetupLinkEnvelope(Result):
 
 
 @dataclass
+class NewWebhookEndpoint(Result):
+    created_at: str
+    description: str
+    directory_id: Optional[str]
+    enabled: bool
+    events: list[str]
+    """
+    The events sent: names of §5 events (directory and dsync.* ones), or ["*"] for all of them.
+    """
+    format: WebhookFormatEnum
+    id: str
+    previous_secret_expires_at: Optional[str]
+    """
+    While the previous secret still signs (a standard rotation's grace).
+    """
+    product: Optional[str]
+    secret: str
+    """
+    Shown in this answer only.
+    """
+    tenant: Optional[str]
+    updated_at: str
+    url: str
+
+
+@dataclass
+class NewWebhookEndpointEnvelope(Result):
+    data: NewWebhookEndpoint
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
 class ResendEnvelope(Result):
     data: ResendResult
     error: Optional[Any]
@@ -804,11 +923,55 @@ class SetupLinkListEnvelope(Result):
 
 
 @dataclass
+class WebhookEndpoint(Result):
+    created_at: str
+    description: str
+    directory_id: Optional[str]
+    enabled: bool
+    events: list[str]
+    """
+    The events sent: names of §5 events (directory and dsync.* ones), or ["*"] for all of them.
+    """
+    format: WebhookFormatEnum
+    id: str
+    previous_secret_expires_at: Optional[str]
+    """
+    While the previous secret still signs (a standard rotation's grace).
+    """
+    product: Optional[str]
+    tenant: Optional[str]
+    updated_at: str
+    url: str
+
+
+@dataclass
+class WebhookEndpointEnvelope(Result):
+    data: WebhookEndpoint
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
+class WebhookEndpointListEnvelope(Result):
+    data: list[WebhookEndpoint]
+    error: Optional[Any]
+    """
+    Always null on success.
+    """
+
+
+@dataclass
 class Change(Result):
     created_at: str
     data: Any
     """
     A User for user events, a Group for group events, the User with `group` for membership events.
+    """
+    deliveries: list[ChangeEndpointDelivery]
+    """
+    One per webhook endpoint the event went to (empty until the worker matched it).
     """
     delivery: ChangeDelivery
     directory_id: str
@@ -905,6 +1068,13 @@ class Directory(Result):
     tenant: str
     type: TypeEnum
     webhook: WebhookInfo
+    webhook_format: WebhookFormatEnum
+    """
+    How the directory's own webhook is signed (contract §5.2).
+
+    * `roster` - roster
+    * `standard` - standard
+    """
 
 
 @dataclass

@@ -564,6 +564,118 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description Oldest first, paged; never a secret. Filters keep the endpoints whose own filter equals them.
+         */
+        get: operations["webhook_endpoints_list"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Every event matching its events and filters goes to it, once, from the next recorded event on. The secret is shown in this answer only.
+         */
+        post: operations["webhook_endpoints_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One webhook endpoint
+         * @description The endpoint as it is now; never its secret.
+         */
+        get: operations["webhook_endpoints_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description It gets no event recorded from now on; its deliveries still waiting are dropped.
+         */
+        delete: operations["webhook_endpoints_delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Applies to events recorded after the change, on every node. enabled: false stops it.
+         */
+        patch: operations["webhook_endpoints_update"];
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook endpoint's delivery log
+         * @description Each event's delivery to this endpoint, oldest first, with its single attempt's outcome.
+         */
+        get: operations["webhook_endpoints_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description The new secret is shown in this answer only. With grace_seconds a standard endpoint signs with both secrets for that long; otherwise the old one stops at once.
+         */
+        post: operations["webhook_endpoints_rotate_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{endpoint_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a webhook endpoint
+         * @description Sends one webhook.test event (data: {"endpoint_id"}, no directory, no sequence), signed as the endpoint's deliveries are, now, and answers with the attempt's outcome. Sent whether the endpoint is enabled or not; nothing is recorded.
+         */
+        post: operations["webhook_endpoints_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -579,6 +691,8 @@ export interface components {
             created_at: string;
             /** @description A User for user events, a Group for group events, the User with `group` for membership events. */
             data: unknown;
+            /** @description One per webhook endpoint the event went to (empty until the worker matched it). */
+            deliveries: components["schemas"]["ChangeEndpointDelivery"][];
             delivery: components["schemas"]["ChangeDelivery"];
             /** Format: uuid */
             directory_id: string;
@@ -612,19 +726,25 @@ export interface components {
              *     * `failed` - failed
              *     * `dropped` - dropped
              */
-            status: components["schemas"]["ChangeDeliveryStatusEnum"];
+            status: components["schemas"]["Status49eEnum"];
             /** @description The receiver's HTTP status of the last attempt (null: no answer, or none made). */
             status_code: number | null;
         };
-        /**
-         * @description * `pending` - pending
-         *     * `sending` - sending
-         *     * `delivered` - delivered
-         *     * `failed` - failed
-         *     * `dropped` - dropped
-         * @enum {string}
-         */
-        ChangeDeliveryStatusEnum: "pending" | "sending" | "delivered" | "failed" | "dropped";
+        ChangeEndpointDelivery: {
+            /**
+             * Format: date-time
+             * @description When the last attempt started.
+             */
+            attempted_at: string | null;
+            /**
+             * Format: uuid
+             * @description The webhook endpoint (contract §5.2).
+             */
+            endpoint_id: string;
+            status: components["schemas"]["Status49eEnum"];
+            /** @description The receiver's HTTP status, if any. */
+            status_code: number | null;
+        };
         /**
          * @description * `deactivate` - deactivate
          *     * `delete` - delete
@@ -747,6 +867,13 @@ export interface components {
             tenant: string;
             type: components["schemas"]["TypeEnum"];
             webhook: components["schemas"]["WebhookInfo"];
+            /**
+             * @description How the directory's own webhook is signed (contract §5.2).
+             *
+             *     * `roster` - roster
+             *     * `standard` - standard
+             */
+            webhook_format: components["schemas"]["WebhookFormatEnum"];
         };
         DirectoryCreateInput: {
             /** @default false */
@@ -771,6 +898,13 @@ export interface components {
              *     * `generic-scim-v2` - generic-scim-v2
              */
             type?: (components["schemas"]["TypeEnum"] | components["schemas"]["BlankEnum"] | components["schemas"]["NullEnum"]) | null;
+            /**
+             * @description roster (default): the Roster-Signature header. standard: Standard Webhooks v1, which needs a webhook_secret of the form whsec_<base64>.
+             *
+             *     * `roster` - roster
+             *     * `standard` - standard
+             */
+            webhook_format?: components["schemas"]["WebhookFormatEnum"];
             /** @description Needs webhook_url; generated if omitted. */
             webhook_secret?: string | null;
             /** @description An http or https URL on a public address; absent, null or empty: no webhook. */
@@ -798,6 +932,55 @@ export interface components {
             /** @description Always null on success. */
             error: unknown;
         };
+        EndpointDelivery: {
+            /** Format: date-time */
+            attempted_at: string | null;
+            attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            delivered: boolean;
+            /** Format: uuid */
+            directory_id: string;
+            /** Format: uuid */
+            endpoint_id: string;
+            error: components["schemas"]["EndpointDeliveryError"] | null;
+            event: string;
+            /** Format: uuid */
+            event_id: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** Format: uuid */
+            id: string;
+            latency_ms: number | null;
+            resend: boolean;
+            /** @description Kept only while the directory's log_webhook_events is on. */
+            response_excerpt: string;
+            sequence: number | null;
+            status: components["schemas"]["Status49eEnum"];
+            status_code: number | null;
+            /** @description The endpoint's URL when the event was recorded. */
+            url: string;
+        };
+        EndpointDeliveryError: {
+            class: string;
+            message: string;
+        };
+        EndpointDeliveryListEnvelope: {
+            data: components["schemas"]["EndpointDelivery"][];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        EndpointTest: {
+            delivered: boolean;
+            error: string | null;
+            latency_ms: number;
+            status_code: number | null;
+        };
+        EndpointTestEnvelope: {
+            data: components["schemas"]["EndpointTest"];
+            /** @description Always null on success. */
+            error: unknown;
+        };
         Error: {
             /** @description The HTTP status. */
             code: number;
@@ -820,6 +1003,25 @@ export interface components {
          * @enum {string}
          */
         EventEnum: "user.created" | "user.updated" | "user.deleted" | "group.created" | "group.updated" | "group.deleted" | "group.user_added" | "group.user_removed";
+        /**
+         * @description * `user.created` - user.created
+         *     * `user.updated` - user.updated
+         *     * `user.deleted` - user.deleted
+         *     * `group.created` - group.created
+         *     * `group.updated` - group.updated
+         *     * `group.deleted` - group.deleted
+         *     * `group.user_added` - group.user_added
+         *     * `group.user_removed` - group.user_removed
+         *     * `dsync.created` - dsync.created
+         *     * `dsync.deleted` - dsync.deleted
+         *     * `dsync.activated` - dsync.activated
+         *     * `dsync.deactivated` - dsync.deactivated
+         *     * `dsync.health_changed` - dsync.health_changed
+         *     * `dsync.guard_tripped` - dsync.guard_tripped
+         *     * `*` - *
+         * @enum {string}
+         */
+        EventsEnum: "user.created" | "user.updated" | "user.deleted" | "group.created" | "group.updated" | "group.deleted" | "group.user_added" | "group.user_removed" | "dsync.created" | "dsync.deleted" | "dsync.activated" | "dsync.deactivated" | "dsync.health_changed" | "dsync.guard_tripped" | "*";
         EventsSummary: {
             /** @description The sequence of the directory's last event (0 before the first one). */
             last_sequence: number;
@@ -1084,6 +1286,36 @@ export interface components {
             /** @description Always null on success. */
             error: unknown;
         };
+        NewWebhookEndpoint: {
+            /** Format: date-time */
+            created_at: string;
+            description: string;
+            /** Format: uuid */
+            directory_id: string | null;
+            enabled: boolean;
+            /** @description The events sent: names of §5 events (directory and dsync.* ones), or ["*"] for all of them. */
+            events: string[];
+            format: components["schemas"]["WebhookFormatEnum"];
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description While the previous secret still signs (a standard rotation's grace).
+             */
+            previous_secret_expires_at: string | null;
+            product: string | null;
+            /** @description Shown in this answer only. */
+            secret: string;
+            tenant: string | null;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
+        NewWebhookEndpointEnvelope: {
+            data: components["schemas"]["NewWebhookEndpoint"];
+            /** @description Always null on success. */
+            error: unknown;
+        };
         /** @enum {unknown} */
         NullEnum: null;
         /** @description Any of these fields; any other field is a 400. */
@@ -1106,10 +1338,45 @@ export interface components {
             scim_rate_limit?: (0 | number) | null;
             /** @description The same as static_secret_enabled in scim; both, when sent, agree. */
             static_secret_enabled?: boolean | null;
+            /**
+             * @description roster (default): the Roster-Signature header. standard: Standard Webhooks v1, which needs a webhook_secret of the form whsec_<base64>.
+             *
+             *     * `roster` - roster
+             *     * `standard` - standard
+             */
+            webhook_format?: components["schemas"]["WebhookFormatEnum"];
             /** @description Needs a webhook_url. */
             webhook_secret?: string | null;
             /** @description Empty or null removes the webhook. */
             webhook_url?: string | null;
+        };
+        /** @description A partial update; any other field is a 400. A change applies to events recorded after it. */
+        PatchedWebhookEndpointUpdateInput: {
+            description?: string;
+            /**
+             * Format: uuid
+             * @description Only this directory's events (null: any). Must exist.
+             */
+            directory_id?: string | null;
+            enabled?: boolean;
+            /** @description The events sent: names of §5 events (directory and dsync.* ones), or ["*"] for all of them. */
+            events?: components["schemas"]["EventsEnum"][];
+            /**
+             * @description roster: the Roster-Signature header. standard: Standard Webhooks v1 (needs a whsec_ secret).
+             *
+             *     * `roster` - roster
+             *     * `standard` - standard
+             */
+            format?: components["schemas"]["WebhookFormatEnum"];
+            /** @description Only events of directories with this product (null: any). */
+            product?: string | null;
+            /** @description Only events of directories with this tenant (null: any). */
+            tenant?: string | null;
+            /**
+             * Format: uri
+             * @description http or https; no private address unless allowed.
+             */
+            url?: string;
         };
         Point: {
             /**
@@ -1126,11 +1393,21 @@ export interface components {
             error: unknown;
         };
         ResendIdsInput: {
+            /**
+             * Format: uuid
+             * @description Send to this webhook endpoint only (contract §5.2); it must take every named event now, else 400.
+             */
+            endpoint_id?: string;
             /** @description Ids of this directory's events (the id of the webhook payload); an unknown one is a 400. */
             event_ids: string[];
         };
         ResendInput: components["schemas"]["ResendRangeInput"] | components["schemas"]["ResendIdsInput"];
         ResendRangeInput: {
+            /**
+             * Format: uuid
+             * @description Send to this webhook endpoint only (contract §5.2); it must take the directory's events now, else 400. The events of a type it does not take are skipped.
+             */
+            endpoint_id?: string;
             /**
              * Format: int64
              * @description The first sequence number to resend (inclusive).
@@ -1316,6 +1593,15 @@ export interface components {
          */
         SetupLinkStatusEnum: "active" | "expired" | "revoked";
         /**
+         * @description * `pending` - pending
+         *     * `sending` - sending
+         *     * `delivered` - delivered
+         *     * `failed` - failed
+         *     * `dropped` - dropped
+         * @enum {string}
+         */
+        Status49eEnum: "pending" | "sending" | "delivered" | "failed" | "dropped";
+        /**
          * @description * `okta-scim-v2` - okta-scim-v2
          *     * `azure-scim-v2` - azure-scim-v2
          *     * `onelogin-scim-v2` - onelogin-scim-v2
@@ -1367,6 +1653,89 @@ export interface components {
             /** @description Always null on success. */
             error: unknown;
         };
+        WebhookEndpoint: {
+            /** Format: date-time */
+            created_at: string;
+            description: string;
+            /** Format: uuid */
+            directory_id: string | null;
+            enabled: boolean;
+            /** @description The events sent: names of §5 events (directory and dsync.* ones), or ["*"] for all of them. */
+            events: string[];
+            format: components["schemas"]["WebhookFormatEnum"];
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description While the previous secret still signs (a standard rotation's grace).
+             */
+            previous_secret_expires_at: string | null;
+            product: string | null;
+            tenant: string | null;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
+        /** @description A new endpoint; any other field is a 400. */
+        WebhookEndpointCreateInput: {
+            description?: string;
+            /**
+             * Format: uuid
+             * @description Only this directory's events (null: any). Must exist.
+             */
+            directory_id?: string | null;
+            enabled?: boolean;
+            /** @description The events sent: names of §5 events (directory and dsync.* ones), or ["*"] for all of them. */
+            events?: components["schemas"]["EventsEnum"][];
+            /**
+             * @description roster: the Roster-Signature header. standard: Standard Webhooks v1 (needs a whsec_ secret).
+             *
+             *     * `roster` - roster
+             *     * `standard` - standard
+             */
+            format?: components["schemas"]["WebhookFormatEnum"];
+            /** @description Only events of directories with this product (null: any). */
+            product?: string | null;
+            /** @description Given, or generated as whsec_<base64 of 32 bytes>. A standard endpoint needs the whsec_ form. */
+            secret?: string;
+            /** @description Only events of directories with this tenant (null: any). */
+            tenant?: string | null;
+            /**
+             * Format: uri
+             * @description http or https; no private address unless allowed.
+             */
+            url: string;
+        };
+        WebhookEndpointEnvelope: {
+            data: components["schemas"]["WebhookEndpoint"];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        WebhookEndpointListEnvelope: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            /** @description Always null on success. */
+            error: unknown;
+        };
+        /** @description The optional body of a rotation; any other field is a 400. */
+        WebhookEndpointRotateInput: {
+            /**
+             * @description Switch the format too.
+             *
+             *     * `roster` - roster
+             *     * `standard` - standard
+             */
+            format?: components["schemas"]["WebhookFormatEnum"];
+            /** @description standard endpoints: deliveries carry both signatures (new, old) for this long (default 0). A roster endpoint switches at once. */
+            grace_seconds?: number;
+            /** @description Given, or generated. */
+            secret?: string;
+        };
+        /**
+         * @description * `roster` - roster
+         *     * `standard` - standard
+         * @enum {string}
+         */
+        WebhookFormatEnum: "roster" | "standard";
         WebhookInfo: {
             endpoint: string | null;
             secret: string | null;
@@ -1382,7 +1751,7 @@ export type SchemaApprovedResult = components['schemas']['ApprovedResult'];
 export type SchemaBlankEnum = components['schemas']['BlankEnum'];
 export type SchemaChange = components['schemas']['Change'];
 export type SchemaChangeDelivery = components['schemas']['ChangeDelivery'];
-export type SchemaChangeDeliveryStatusEnum = components['schemas']['ChangeDeliveryStatusEnum'];
+export type SchemaChangeEndpointDelivery = components['schemas']['ChangeEndpointDelivery'];
 export type SchemaChangeEnum = components['schemas']['ChangeEnum'];
 export type SchemaChangeListEnvelope = components['schemas']['ChangeListEnvelope'];
 export type SchemaDelivery = components['schemas']['Delivery'];
@@ -1399,9 +1768,15 @@ export type SchemaDirectoryEnvelope = components['schemas']['DirectoryEnvelope']
 export type SchemaDirectoryListEnvelope = components['schemas']['DirectoryListEnvelope'];
 export type SchemaDiscardedResult = components['schemas']['DiscardedResult'];
 export type SchemaEmptyEnvelope = components['schemas']['EmptyEnvelope'];
+export type SchemaEndpointDelivery = components['schemas']['EndpointDelivery'];
+export type SchemaEndpointDeliveryError = components['schemas']['EndpointDeliveryError'];
+export type SchemaEndpointDeliveryListEnvelope = components['schemas']['EndpointDeliveryListEnvelope'];
+export type SchemaEndpointTest = components['schemas']['EndpointTest'];
+export type SchemaEndpointTestEnvelope = components['schemas']['EndpointTestEnvelope'];
 export type SchemaError = components['schemas']['Error'];
 export type SchemaErrorEnvelope = components['schemas']['ErrorEnvelope'];
 export type SchemaEventEnum = components['schemas']['EventEnum'];
+export type SchemaEventsEnum = components['schemas']['EventsEnum'];
 export type SchemaEventsSummary = components['schemas']['EventsSummary'];
 export type SchemaGroup = components['schemas']['Group'];
 export type SchemaGroupChanges = components['schemas']['GroupChanges'];
@@ -1428,8 +1803,11 @@ export type SchemaNewScimOAuthSecret = components['schemas']['NewScimOAuthSecret
 export type SchemaNewScimOAuthSecretEnvelope = components['schemas']['NewScimOAuthSecretEnvelope'];
 export type SchemaNewSetupLink = components['schemas']['NewSetupLink'];
 export type SchemaNewSetupLinkEnvelope = components['schemas']['NewSetupLinkEnvelope'];
+export type SchemaNewWebhookEndpoint = components['schemas']['NewWebhookEndpoint'];
+export type SchemaNewWebhookEndpointEnvelope = components['schemas']['NewWebhookEndpointEnvelope'];
 export type SchemaNullEnum = components['schemas']['NullEnum'];
 export type SchemaPatchedDirectoryPatchInput = components['schemas']['PatchedDirectoryPatchInput'];
+export type SchemaPatchedWebhookEndpointUpdateInput = components['schemas']['PatchedWebhookEndpointUpdateInput'];
 export type SchemaPoint = components['schemas']['Point'];
 export type SchemaResendEnvelope = components['schemas']['ResendEnvelope'];
 export type SchemaResendIdsInput = components['schemas']['ResendIdsInput'];
@@ -1449,12 +1827,19 @@ export type SchemaSetupLink = components['schemas']['SetupLink'];
 export type SchemaSetupLinkCreateInput = components['schemas']['SetupLinkCreateInput'];
 export type SchemaSetupLinkListEnvelope = components['schemas']['SetupLinkListEnvelope'];
 export type SchemaSetupLinkStatusEnum = components['schemas']['SetupLinkStatusEnum'];
+export type SchemaStatus49eEnum = components['schemas']['Status49eEnum'];
 export type SchemaTypeEnum = components['schemas']['TypeEnum'];
 export type SchemaUpdate = components['schemas']['Update'];
 export type SchemaUser = components['schemas']['User'];
 export type SchemaUserChanges = components['schemas']['UserChanges'];
 export type SchemaUserEnvelope = components['schemas']['UserEnvelope'];
 export type SchemaUserListEnvelope = components['schemas']['UserListEnvelope'];
+export type SchemaWebhookEndpoint = components['schemas']['WebhookEndpoint'];
+export type SchemaWebhookEndpointCreateInput = components['schemas']['WebhookEndpointCreateInput'];
+export type SchemaWebhookEndpointEnvelope = components['schemas']['WebhookEndpointEnvelope'];
+export type SchemaWebhookEndpointListEnvelope = components['schemas']['WebhookEndpointListEnvelope'];
+export type SchemaWebhookEndpointRotateInput = components['schemas']['WebhookEndpointRotateInput'];
+export type SchemaWebhookFormatEnum = components['schemas']['WebhookFormatEnum'];
 export type SchemaWebhookInfo = components['schemas']['WebhookInfo'];
 export type $defs = Record<string, never>;
 export interface operations {
@@ -6504,6 +6889,1226 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GroupListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_list: {
+        parameters: {
+            query?: {
+                /** @description Endpoints for this directory. */
+                directory_id?: string;
+                /** @description Only enabled (true) or disabled (false) ones. */
+                enabled?: boolean;
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+                /** @description Endpoints whose product filter is this. */
+                product?: string;
+                /** @description Endpoints whose tenant filter is this. */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreateInput"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewWebhookEndpointEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; no body. */
+            204: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedWebhookEndpointUpdateInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_deliveries: {
+        parameters: {
+            query?: {
+                /** @description true: only failed or dropped deliveries. */
+                failed?: boolean;
+                /** @description Rows to return (default 100); more than 1000 is served as 1000. */
+                pageLimit?: number;
+                /** @description Rows to skip (default 0). */
+                pageOffset?: number;
+            };
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointDeliveryListEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_rotate_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointRotateInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewWebhookEndpointEnvelope"];
+                };
+            };
+            /** @description Invalid input; the message names the parameter or field */
+            400: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "WWW-Authenticate": string;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found (also another tenant's resource, and a malformed id) */
+            404: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The Accept header rules out application/json */
+            406: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Over the API key's rate limit (API_RATE_LIMIT requests per minute); nothing was done. Retry after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Whole seconds after which a request of this API key is accepted again. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Unexpected error; the message carries the request id, also sent as X-Request-Id */
+            500: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The database is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    webhook_endpoints_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The API key's limit, in requests per minute. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests the key may make back to back from now (at most a tenth of the limit). */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Whole seconds until RateLimit-Remaining is back at its most. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The request's id: the client's own X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ -, else a new one. Quote it when reporting a 500. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointTestEnvelope"];
                 };
             };
             /** @description Invalid input; the message names the parameter or field */

@@ -48,7 +48,7 @@ def free_port() -> int:
 def one_round(endpoints: int, events: int, url: str, tag: str) -> dict[str, float]:
     from directories.services import directory_create
     from webhooks.models import EndpointDelivery, EventState, WebhookEndpoint
-    from webhooks.services import draining, events_record
+    from webhooks.services import draining, drains, events_record
     from webhooks.services.endpoints import endpoint_create
 
     directory = directory_create(
@@ -66,9 +66,9 @@ def one_round(endpoints: int, events: int, url: str, tag: str) -> dict[str, floa
     finally:
         draining.kick = kick
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    drain = draining._Drain((str(directory.id), "directory"))
+    drain = drains.Drain((str(directory.id), "directory"))
     while drain.run():
-        drain.stop_at = time.monotonic() + draining.DRAIN_BUDGET  # one long drain, not hand-overs
+        drain.stop_at = time.monotonic() + drains.DRAIN_BUDGET  # one long drain, not hand-overs
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     delivered = EndpointDelivery.objects.filter(directory_id=directory.id, state=EventState.DELIVERED).count()
     assert delivered == endpoints * events, (delivered, endpoints * events)

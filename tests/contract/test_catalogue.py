@@ -43,7 +43,7 @@ from directories.models import ApiKey, Directory, DirectoryGroup, DirectoryUser,
 from tests.actors import TEST_ACTOR
 from tests.scim.conftest import wsgi_run
 from webhooks.models import WebhookEvent
-from webhooks.services import draining
+from webhooks.services import drain_pool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -348,7 +348,7 @@ class Runner:
             self.failures.append(f"{case.label()}: {status}, expected one of {expect}: {body[:160]!r}")
         # The worker's fan-out (contract §5.2) marks a write's events matched after it commits: let it
         # finish, so the rows it touches count with the write that recorded them, not with the next case.
-        draining.drain(timeout=10)
+        drain_pool.drain(timeout=10)
         after = snapshot()
         if after != self.state and (status >= 400 or case.method in ("GET", "HEAD", "OPTIONS")):
             self.failures.append(f"{case.label()}: {status} changed rows")

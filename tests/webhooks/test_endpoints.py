@@ -20,7 +20,7 @@ from directories.services import directory_create, directory_update
 from tests.actors import TEST_ACTOR
 from tests.webhooks.conftest import Receiver, make_hooked_directory, single_drain_thread_on_sqlite
 from webhooks.models import EndpointDelivery, EventState, WebhookEndpoint, WebhookEvent
-from webhooks.services import draining
+from webhooks.services import drain_pool, draining
 from webhooks.services.endpoints import (
     endpoint_create,
     endpoint_delete,
@@ -41,7 +41,7 @@ def one_pool_thread_on_sqlite() -> Iterator[None]:
 
 
 def _settled(response: Any) -> Any:
-    assert draining.drain(timeout=15)
+    assert drain_pool.drain(timeout=15)
     return response
 
 
@@ -233,7 +233,7 @@ def test_an_endpoint_change_applies_to_events_recorded_after_it(
     _endpoint(receiver, "/after")
     _create_user(directory, "bob@acme.example")
     monkeypatch.undo()
-    draining._drain_in_process((str(directory.id), "directory"))
+    drain_pool._drain_in_process((str(directory.id), "directory"))
     time.sleep(0.1)
     got = sorted((path, r.json["data"]["email"]) for r in receiver.requests for path in [r.path])
     assert got == [("/after", "bob@acme.example"), ("/before", "ann@acme.example")]
@@ -245,7 +245,7 @@ def test_a_failing_endpoint_gets_one_attempt_and_does_not_hold_the_others(receiv
     _endpoint(receiver, "/ok")
     _create_user(directory, "ann@acme.example")
     receiver.wait_for(2)
-    draining.drain(timeout=5)
+    drain_pool.drain(timeout=5)
     failed = EndpointDelivery.objects.get(endpoint=failing)
     assert failed.state == EventState.FAILED and failed.status_code == 500 and failed.attempts == 1
     assert EndpointDelivery.objects.exclude(endpoint=failing).get().state == EventState.DELIVERED

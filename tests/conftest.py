@@ -22,6 +22,18 @@ pytest_plugins = ["tests.webnodes"]
 
 
 @pytest.fixture(autouse=True)
+def _in_process_drains_finish() -> Iterator[None]:
+    """On PostgreSQL the tests commit for real, and a commit that records events kicks the in-process drain
+    (no broker): its pool thread must be done before the test's database access ends, or it would reach a
+    database the next test owns (or one pytest-django has closed). pytest-django's own autouse fixtures
+    are set up before this one, so this wait runs before their teardown."""
+    yield
+    from webhooks.services import drain_pool
+
+    drain_pool.drain(timeout=30)
+
+
+@pytest.fixture(autouse=True)
 def _health_counters_per_test() -> Iterator[None]:
     """Each web process keeps SCIM health counters in memory until they are flushed
     (directories.activity.recorder): a test starts without another test's, which name its directories, and

@@ -50,6 +50,7 @@ from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
 from setuplinks.services import setup_link_create
 from tests.actors import TEST_ACTOR
 from webhooks.models import WebhookDelivery
+from webhooks.services.endpoints import endpoint_create
 
 MAX_EXAMPLES = int(os.environ.get("ROSTER_CONTRACT_MAX_EXAMPLES", "15"))
 SEED = int(os.environ.get("ROSTER_CONTRACT_SEED", "20261123"))
@@ -128,12 +129,16 @@ def real_rows(transactional_db: None) -> dict[str, Any]:
     link, _token = setup_link_create(directory=directory, actor=Actor(name="contract", via="rest-api"))
     # An OAuth client secret, so that revoking one answers its 204 (once: then it is gone, a 404).
     _directory, secret, _value = directory_scim_oauth_secret_add(directory=directory, actor=TEST_ACTOR)
+    # A webhook endpoint, so that its routes answer 2xx (deleting it: once). Its host does not resolve
+    # here (`_no_dns`), so `test` answers 200 with the failed attempt.
+    endpoint = endpoint_create(actor=TEST_ACTOR, data={"url": "https://hooks.acme.test/all", "tenant": "acme"})
     return {
         "directory_id": str(directory.id),
         "user_id": str(user.id),
         "group_id": str(group.id),
         "link_id": str(link.id),
         "secret_id": secret["id"],
+        "endpoint_id": str(endpoint.id),
     }
 
 
@@ -266,5 +271,5 @@ def test_the_contract_run_exercised_every_operation_and_reached_real_rows() -> N
     print(f"\nschemathesis: {len(cases_run)} cases over {len(statuses)} operations")
     for label, counts in sorted(statuses.items()):
         print(f"  {sum(counts.values()):5d}  {label}  {dict(sorted(counts.items()))}")
-    assert len(statuses) == 65, sorted(statuses)
+    assert len(statuses) == 73, sorted(statuses)
     assert [label for label, counts in statuses.items() if not any(200 <= s < 300 for s in counts)] == []

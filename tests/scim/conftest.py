@@ -128,9 +128,14 @@ def scim_hooked(hooked_directory: Directory) -> Scim:
 
 def rows_of(directory: Directory) -> dict[str, list[dict[str, Any]]]:
     """Every row a SCIM request can change for `directory`: users, groups, memberships and the outbox,
-    in a fixed order, so that two snapshots compare equal exactly when nothing changed."""
+    in a fixed order, so that two snapshots compare equal exactly when nothing changed. The in-process
+    drains that earlier requests kicked (on PostgreSQL, where the tests commit) finish first: what they
+    write (an event matched against the webhook endpoints, an attempt's outcome) is not the request's."""
     from directories.models import DirectoryGroup, DirectoryUser, GroupMembership
     from webhooks.models import WebhookEvent
+    from webhooks.services import drain_pool
+
+    drain_pool.drain(timeout=30)
 
     return {
         "users": list(DirectoryUser.objects.filter(directory=directory).order_by("id").values()),

@@ -425,6 +425,11 @@ def test_a_dropped_database_connection_is_a_503_and_the_next_request_reconnects(
         dbname=db["NAME"], user=db["USER"], password=db["PASSWORD"], host=db["HOST"], port=db["PORT"], autocommit=True
     ) as other:
         assert other.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0] is True
+    # caplog listens on the root logger, which this record reaches only while logging is configured as
+    # Django left it; a test that configures logging again (server.web's) can change that. So its handler
+    # listens on this logger itself.
+    scim_logger = logging.getLogger("roster.scim")
+    monkeypatch.setattr(scim_logger, "handlers", [*scim_logger.handlers, caplog.handler])
     with caplog.at_level(logging.INFO, logger="roster.scim"):
         status, headers, error = _wsgi(app, "GET", f"{base}/Users", **auth)
         assert status == 503 and headers["Retry-After"] == "5" and headers["Content-Type"] == SCIM_CT

@@ -437,7 +437,8 @@ def test_a_dropped_database_connection_is_a_503_and_the_next_request_reconnects(
         status, headers, error = _wsgi(app, "POST", f"{base}/Users", orjson.dumps(user_body("down@x.io")), **auth)
         # The first request's end closed the broken connection: this one connects anew.
     assert status == 201, error
-    records = [r for r in caplog.records if r.name == "roster.scim"]
+    # The same handler may also get the record through the root logger: count each record once.
+    records = list({id(r): r for r in caplog.records if r.name == "roster.scim"}.values())
     assert len(records) == 1 and records[0].exc_info is None
     status, _, page = _wsgi(app, "GET", f"{base}/Users", **auth)
     assert status == 200 and page["totalResults"] == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,29 @@ def live_roster(
         yield LiveRoster(url=f"http://127.0.0.1:{port}", api_key=API_KEY, service=service)
     finally:
         service.stop()
+
+
+@pytest.fixture(autouse=True)
+def _live_roster_quiet_before_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The live server finishes work after its answer: the drain its commit kicked, the SCIM activity flush.
+    If that work still holds row locks when pytest-django empties the tables (TRUNCATE takes every table's
+    lock in turn), PostgreSQL can declare a deadlock and the flush fails, leaving this test's rows for the
+    next one. So a test that used the server waits until no other session on the test database is inside a
+    statement or a transaction for half a second. pytest-django's autouse fixtures are set up before this one,
+    so this wait runs before their flush."""
+    yield
+    if "live_roster" not in request.fixturenames or connection.vendor != "postgresql":
+        return
+    busy = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        " AND backend_type = 'client backend' AND state IS NOT NULL AND state <> 'idle'"
+    )
+    quiet_polls, deadline = 0, time.monotonic() + 30
+    while quiet_polls < 5 and time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(busy)
+            quiet_polls = quiet_polls + 1 if cursor.fetchone()[0] == 0 else 0
+        time.sleep(0.1)
 
 
 # --- what CI shows: each library's test count -----------------------------------------------------------------

@@ -34,6 +34,15 @@ def _in_process_drains_finish() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _endpoints_unknown_per_test() -> None:
+    """The worker remembers when the first webhook endpoint was enabled (webhooks.services.fanout); each
+    test starts with its own tables, so it starts without that memory."""
+    from webhooks.services import fanout
+
+    fanout.enabled_since_forget()
+
+
+@pytest.fixture(autouse=True)
 def _health_counters_per_test() -> Iterator[None]:
     """Each web process keeps SCIM health counters in memory until they are flushed
     (directories.activity.recorder): a test starts without another test's, which name its directories, and

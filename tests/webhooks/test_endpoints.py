@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from datetime import timedelta
 from collections.abc import Iterator
 from typing import Any
 
@@ -237,6 +238,40 @@ def test_an_endpoint_change_applies_to_events_recorded_after_it(
     time.sleep(0.1)
     got = sorted((path, r.json["data"]["email"]) for r in receiver.requests for path in [r.path])
     assert got == [("/after", "bob@acme.example"), ("/before", "ann@acme.example")]
+
+
+def test_until_an_endpoint_is_enabled_a_drain_does_no_endpoint_work_and_earlier_events_never_match(
+    receiver: Receiver,
+    private_ok,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from webhooks.services.sweeping import events_sweep
+
+    directory = _plain_directory()
+    monkeypatch.setattr(draining, "kick", lambda directory_id, target: None)
+    _endpoint(receiver, "/off", enabled=False)  # a disabled endpoint is not one that can match
+    _create_user(directory, "ann@acme.example")
+    with CaptureQueriesContext(connection) as queries:
+        drain_pool._drain_in_process((str(directory.id), "directory"))
+    touched = " ".join(q["sql"] for q in queries.captured_queries)
+    assert EndpointDelivery._meta.db_table not in touched and "fanned_out" not in touched
+    assert list(WebhookEvent.objects.values_list("fanned_out", flat=True)) == [False]
+    # The sweep hands no drain the events that can match nothing.
+    assert events_sweep(pending_age=timedelta(0)).enqueued == 0
+
+    _endpoint(receiver, "/on")
+    _create_user(directory, "bob@acme.example")
+    monkeypatch.undo()
+    drain_pool._drain_in_process((str(directory.id), "directory"))
+    time.sleep(0.1)
+    assert [(path, r.json["data"]["email"]) for r in receiver.requests for path in [r.path]] == [
+        ("/on", "bob@acme.example")
+    ]
+    fanned = dict(WebhookEvent.objects.values_list("body", "fanned_out"))
+    assert sorted(fanned.values()) == [False, True]  # ann's event predates every enabled endpoint
 
 
 def test_a_failing_endpoint_gets_one_attempt_and_does_not_hold_the_others(receiver: Receiver, private_ok) -> None:  # noqa: ANN001

@@ -70,7 +70,8 @@ class Drain:
         receiver's events are claimed a few at a time, so a killed worker leaves few of them `sending`."""
         # The endpoints first match the events recorded since the last batch (contract §5.2); their
         # deliveries are sent after the directory's own, each key's drain sending those of its directory.
-        matched = fanout.fanout(directory_id=self.key[0])
+        since = fanout.enabled_since()
+        matched = 0 if since is None else fanout.fanout(directory_id=self.key[0], since=since)
         result = delivery.events_batch_deliver(
             directory_id=self.key[0],
             target=self.key[1],
@@ -79,7 +80,8 @@ class Drain:
             should_stop=self.should_stop,
         )
         self.totals.add(result)
-        if self.should_stop is None or not self.should_stop():
+        # No endpoint was ever enabled: no delivery can be waiting (they come only from enabled revisions).
+        if since is not None and (self.should_stop is None or not self.should_stop()):
             sent = fanout.endpoint_deliveries_send(directory_id=self.key[0], stop_at=self.stop_at)
             self.totals.endpoints += sent.delivered + sent.failed
             # The loop goes on while anything was claimed or matched: a batch "claims" its endpoint

@@ -12,6 +12,9 @@ endpoints (the fan-out), and each resulting delivery's single attempt.
   by the sweep ("worker lost"). Nothing is retried unless a resend asks for it.
 - The URL is the endpoint's as of the event; the secret and format are read when the delivery is signed,
   so a rotation applies at once.
+- Until an endpoint is first enabled, a drain does none of this (`enabled_since()` is None: one small
+  read per batch, then none once an endpoint exists). Events recorded before that moment can match no
+  revision, so they are never looked at; they stay unmatched until the retention purge removes them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Min, Q
 from django.utils import timezone
 
 from core import metrics
@@ -71,13 +74,42 @@ def filters_match(revision: Any, directory_id: uuid.UUID, tenant: Any, product: 
 
 # --- the fan-out -----------------------------------------------------------------------------------------
 
+_enabled_since: datetime | None = None
 
-def fanout(*, directory_id: uuid.UUID | str, limit: int = FANOUT_BATCH) -> int:
-    """Match up to `limit` of the directory's unmatched events (oldest first) and create their endpoint
-    deliveries; returns how many events were matched (0: none was waiting). One transaction."""
+
+def enabled_since() -> datetime | None:
+    """When the first enabled endpoint revision took effect; None while no endpoint has ever been enabled.
+
+    Revisions are kept (an endpoint's deletion only closes its last one), so once this is known it never
+    moves later and the process keeps it. No event recorded before it can match an endpoint. A revision
+    not yet committed is not seen: the events recorded meanwhile stay unmatched and are matched by the
+    first batch that sees it."""
+    global _enabled_since
+    if _enabled_since is None:
+        first = WebhookEndpointRevision.objects.filter(enabled=True).aggregate(first=Min("valid_from"))["first"]
+        _enabled_since = first
+    return _enabled_since
+
+
+def enabled_since_forget() -> None:
+    """Forget what enabled_since() learnt (tests, which empty the tables between them)."""
+    global _enabled_since
+    _enabled_since = None
+
+
+
+def fanout(*, directory_id: uuid.UUID | str, since: datetime | None = None, limit: int = FANOUT_BATCH) -> int:
+    """Match up to `limit` of the directory's unmatched events recorded at or after `since` (default:
+    enabled_since()), oldest first, and create their endpoint deliveries; returns how many events were
+    matched (0: none was waiting, or no endpoint was ever enabled). One transaction."""
+    since = since or enabled_since()
+    if since is None:
+        return 0
     directory_id = uuid.UUID(str(directory_id))
     with transaction.atomic():
-        pending = WebhookEvent.objects.filter(directory_id=directory_id, fanned_out=False).order_by("created_at", "id")
+        pending = WebhookEvent.objects.filter(
+            directory_id=directory_id, fanned_out=False, created_at__gte=since
+        ).order_by("created_at", "id")
         if connection.vendor == "postgresql":
             pending = pending.select_for_update(skip_locked=True)
         events = list(pending.only("id", "event_type", "body", "created_at", "sequence", "directory_id")[:limit])

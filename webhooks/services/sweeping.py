@@ -15,6 +15,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 import webhooks.services.draining as draining
+import webhooks.services.fanout as fanout
 from core import metrics
 from directories.models import Directory
 from webhooks.models import EndpointDelivery, EventState, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -62,17 +63,21 @@ def events_sweep(*, pending_age: timedelta = SWEEP_PENDING_AGE, limit: int = 500
     lost += _endpoint_deliveries_worker_lost(now)
     # Webhook endpoints (contract §5.2): events the worker has not matched yet, and endpoint deliveries
     # waiting, are sent by their directory's drain.
-    waiting = set(
-        WebhookEvent.objects.filter(fanned_out=False, created_at__lte=now - pending_age)
-        .values_list("directory_id", flat=True)
-        .order_by()
-        .distinct()[:limit]
-    ) | set(
-        EndpointDelivery.objects.filter(state=EventState.PENDING, created_at__lte=now - pending_age)
-        .values_list("directory_id", flat=True)
-        .order_by()
-        .distinct()[:limit]
-    )
+    # None of it while no endpoint was ever enabled (fanout.enabled_since()).
+    since = fanout.enabled_since()
+    waiting: set[uuid.UUID] = set()
+    if since is not None:
+        waiting = set(
+            WebhookEvent.objects.filter(fanned_out=False, created_at__gte=since, created_at__lte=now - pending_age)
+            .values_list("directory_id", flat=True)
+            .order_by()
+            .distinct()[:limit]
+        ) | set(
+            EndpointDelivery.objects.filter(state=EventState.PENDING, created_at__lte=now - pending_age)
+            .values_list("directory_id", flat=True)
+            .order_by()
+            .distinct()[:limit]
+        )
     waiting -= {directory_id for directory_id, target, _n in keys if target == "directory"}
     keys += [(directory_id, "directory", 0) for directory_id in sorted(waiting)]
     handed = draining.kick_many([(directory_id, target) for directory_id, target, _n in keys]) if keys else 0

@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import json
 import time
-from datetime import timedelta
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest

@@ -97,7 +97,6 @@ def enabled_since_forget() -> None:
     _enabled_since = None
 
 
-
 def fanout(*, directory_id: uuid.UUID | str, since: datetime | None = None, limit: int = FANOUT_BATCH) -> int:
     """Match up to `limit` of the directory's unmatched events recorded at or after `since` (default:
     enabled_since()), oldest first, and create their endpoint deliveries; returns how many events were

@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -53,7 +54,7 @@ from scim.protocol.versions import Precondition, require_version
 from scim.selectors import scim_user_shown
 from scim.storage.postgres import q, with_events
 from scim.storage.store import Events, UserChange
-from webhooks.services import events_prepare, events_written
+from webhooks.services import PreparedEvents, events_prepare, events_written
 
 # The store's own write of a change the guard lets through (its events included).
 Write = Callable[[], Events]
@@ -277,23 +278,31 @@ def counted(
     `user` is None, else the update of `before` into `user`, the columns `names`). When the window is full
     the guard decides under the same locks (`deactivate`, `delete`, with the locked path's `write`). None,
     with nothing written, when the user changed since it was read, has changes held, is gone, or the guard
-    is off or tripped: the caller goes the locked path."""
+    is off or tripped: the caller goes the locked path.
+
+    The directory's lock serializes the directory's deprovisions, so the change and its event are built
+    before it is taken: under it, only the guard's setting is read and its record's SQL put in front."""
+    stamp = user.updated_at if user is not None else None
+    if user is None:
+        change = _delete_change(directory=directory, user=before)
+    else:
+        assert names is not None
+        change = _update_change(directory=directory, user=user, names=names, before=before)
     with transaction.atomic():
         locked = _locks(directory=directory, user=before, delete=user is None)
-        if locked is None:
-            return None
-        updated_at, held, stored, tripped_at, armed_at = locked
-        setting = guard_setting(stored)
-        if updated_at != read_at or held or not setting["enabled"] or tripped_at is not None:
+        if locked is not None:
+            updated_at, held, stored, tripped_at, armed_at = locked
+            setting = guard_setting(stored)
+        if locked is None or updated_at != read_at or held or not setting["enabled"] or tripped_at is not None:
+            if user is not None:
+                user.updated_at = stamp  # as it was read (the change bumped it): the locked path writes it
             return None
         counting = counting_sql(setting, directory_id=directory.id, armed_at=armed_at, now=rules.now())
+        events = change.run(counting)
         if user is None:
-            events = _delete_statement(directory=directory, user=before, counting=counting)
             if events is None:
                 events = delete(directory, before, write=write)
             return before, events
-        assert names is not None
-        events = _update_statement(directory=directory, user=user, names=names, before=before, counting=counting)
         if events is not None:
             return user, events
         return deactivate(directory, before, user, write=write)
@@ -327,30 +336,35 @@ def _locks(*, directory: Directory, user: DirectoryUser, delete: bool) -> tuple[
     return updated_at, held, orjson.loads(setting) if setting else None, tripped_at, armed_at
 
 
-def _update_statement(
-    *,
-    directory: Directory,
-    user: DirectoryUser,
-    names: list[str],
-    before: DirectoryUser,
-    counting: tuple[str, list[Any]],
-) -> Events | None:
-    """Under `_locks`: the guard's record of the deprovision (`counting`), then, only if it recorded one,
-    the UPDATE of the columns `names` and `user.updated`. None when it recorded nothing (the window holds
-    `max_users` already: the guard decides, on the locked path's code)."""
+@dataclass(frozen=True)
+class _Change:
+    """A deprovision's change and its event, built before the locks; `run` writes them behind the guard's
+    record (`counting`), only if that recorded one, and returns the events (None: it recorded nothing)."""
+
+    sql: str
+    params: list[Any]
+    prepared: PreparedEvents
+    also: str = ""
+
+    def run(self, counting: tuple[str, list[Any]]) -> Events | None:
+        sql, params = with_events(
+            self.sql, self.params, self.prepared, when="EXISTS (SELECT 1 FROM a)", also=self.also, first=counting
+        )
+        rows = _in_transaction(sql, params)
+        return events_written(self.prepared, rows[0][-1]) if rows else None
+
+
+def _update_change(*, directory: Directory, user: DirectoryUser, names: list[str], before: DirectoryUser) -> _Change:
+    """The UPDATE of the columns `names` and `user.updated`, to run only if the guard recorded the
+    deprovision (the window held fewer than `max_users`, or it always records)."""
     update, params = _users.update_sql(user, names, where="EXISTS (SELECT 1 FROM r)")  # bumps updated_at
     prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
-    sql, params = with_events(
-        f"{update} RETURNING 1", params, prepared, when="EXISTS (SELECT 1 FROM a)", first=counting
-    )
-    rows = _in_transaction(sql, params)
-    return events_written(prepared, rows[0][-1]) if rows else None
+    return _Change(f"{update} RETURNING 1", params, prepared)
 
 
-def _delete_statement(*, directory: Directory, user: DirectoryUser, counting: tuple[str, list[Any]]) -> Events | None:
-    """Under `_locks` (FOR UPDATE: no membership of the user can be added meanwhile): the guard's record of
-    the deprovision, then, only if it recorded one, the DELETE of the user and its memberships and
-    `user.deleted`. None when it recorded nothing, as `_update_statement`."""
+def _delete_change(*, directory: Directory, user: DirectoryUser) -> _Change:
+    """The DELETE of the user and its memberships (under `_locks`' FOR UPDATE, no membership of the user can
+    be added meanwhile) and `user.deleted`, to run only if the guard recorded the deprovision."""
     users, members = q(DirectoryUser._meta.db_table), q(GroupMembership._meta.db_table)
     change = (
         f"DELETE FROM {users} WHERE {q('id')} = %s AND {q('directory_id')} = %s "  # noqa: S608
@@ -358,11 +372,7 @@ def _delete_statement(*, directory: Directory, user: DirectoryUser, counting: tu
     )
     memberships = f", m AS (DELETE FROM {members} WHERE {q('user_id')} IN (SELECT {q('id')} FROM a))"  # noqa: S608
     prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
-    sql, params = with_events(
-        change, [user.id, directory.id], prepared, when="EXISTS (SELECT 1 FROM a)", also=memberships, first=counting
-    )
-    rows = _in_transaction(sql, params)
-    return events_written(prepared, rows[0][-1]) if rows else None
+    return _Change(change, [user.id, directory.id], prepared, memberships)
 
 
 def _in_transaction(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:

@@ -55,14 +55,12 @@ import os
 import secrets
 import signal
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from bench import systems
-from bench.procs import recreate_database
 from bench.workload import GROUP_SCHEMA, PATCH_SCHEMA, okta_user
 
 VARIANTS = (
@@ -503,20 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     variants = [v for v in args.variants.split(",") if v]
-    opts = systems.RosterOptions(database=args.database, redis_db=args.redis_db)
-    env = systems.roster_env(opts)
-    env["LOG_LEVEL"] = "ERROR"  # django.request logs every 404 as a warning; not what is measured here
-    recreate_database(args.database)
-    os.environ.update(env)
-    # The metrics variants write files as a web worker does (multiprocess mode is chosen when
-    # prometheus-client is first imported, on the first metric recorded).
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="roster-costs-metrics-")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    # The metrics variants write files as a web worker does.
+    systems.roster_in_process(database=args.database, redis_db=args.redis_db, metrics_prefix="roster-costs-metrics-")
     results: dict[str, Any] = {}
     checks: dict[str, float] = {}
     alone: dict[str, float] = {}

@@ -15,7 +15,6 @@ of 3 rounds.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +22,6 @@ import time
 from typing import Any
 
 from bench import systems
-from bench.procs import recreate_database
 
 RECEIVER = """
 import http.server, sys
@@ -88,20 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis-db", type=int, default=13)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    opts = systems.RosterOptions(database=args.database, redis_db=args.redis_db)
-    env = systems.roster_env(opts)
-    env["LOG_LEVEL"] = "ERROR"
-    recreate_database(args.database)
-    os.environ.update(env)
     port = free_port()
     receiver = subprocess.Popen([sys.executable, "-c", RECEIVER, str(port)])
     try:
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        systems.roster_in_process(database=args.database, redis_db=args.redis_db)
         time.sleep(0.5)
         rows: dict[int, dict[str, Any]] = {}
         for count in [int(n) for n in args.endpoints.split(",") if n]:

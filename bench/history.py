@@ -28,14 +28,12 @@ import os
 import random
 import signal
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench import systems
-from bench.procs import recreate_database
 from bench.stats import percentile
 
 RESULTS = systems.BENCH / "results"
@@ -274,23 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis-db", type=int, default=13)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    opts = systems.RosterOptions(database=args.database, redis_db=args.redis_db)
-    env = systems.roster_env(opts)
-    env["LOG_LEVEL"] = "ERROR"
-    recreate_database(args.database)
-    os.environ.update(env)
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="roster-history-metrics-")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    systems.roster_in_process(database=args.database, redis_db=args.redis_db, metrics_prefix="roster-history-metrics-")
     from django.test import Client
 
     from audit.actors import Actor
     from directories.services import directory_create
     from history.models import HistoryState, UserVersion
 
-    call_command("migrate", verbosity=0)
     directory = directory_create(
         actor=Actor(name="bench", via="command"), data={"tenant": "bench", "product": "history"}
     )
@@ -313,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         f"seeded {args.users} users, {seeder.last} events: {counts['user_versions']} user versions, "
         f"{counts['spans']} membership changes in {time.perf_counter() - t0:.0f} s"
     )
-    api_key = env.get("API_KEYS", "bench-key").split(",")[0]
+    api_key = os.environ.get("API_KEYS", "bench-key").split(",")[0]
     client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key}")
     base = f"/api/v1/directory-sync/{directory.id}"
     rng = random.Random(args.seed)

@@ -10,6 +10,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -244,6 +245,25 @@ def roster_env(opts: RosterOptions) -> dict[str, str]:
         env["DB_ENCRYPTION_KEY"] = secrets.token_urlsafe(32)
     env.update(opts.extra_env)
     return env
+
+
+def roster_in_process(*, database: str, redis_db: int, metrics_prefix: str | None = None) -> None:
+    """Roster's production settings (roster_env, its log at ERROR) in this very process, on `database`
+    made afresh and migrated: what the in-process benchmarks (bench.costs, bench.fanout, bench.history)
+    measure against. `metrics_prefix`: prometheus-client writes its files in a temporary folder of that
+    name, as under the web server (it picks multiprocess mode when first imported)."""
+    env = roster_env(RosterOptions(database=database, redis_db=redis_db))
+    env["LOG_LEVEL"] = "ERROR"  # django.request logs every 404 as a warning; not what is measured
+    recreate_database(database)
+    os.environ.update(env)
+    if metrics_prefix:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=metrics_prefix)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
 
 
 def roster_start(opts: RosterOptions, *, logs: Path) -> System:

@@ -138,11 +138,9 @@ def directory_public_data(directory: Directory, *, now: datetime | None = None) 
     return data
 
 
-def user_data(user: DirectoryUser, *, directory: Directory) -> dict[str, Any]:
-    """A User of `directory` (the user's own). Its `roles` need the user's groups: with a non-empty
-    role_map, `user.member_of` must have been read (directories.selectors.user_groups_attach)."""
-    if directory.role_map and user.member_of is None:
-        raise ValueError("user_data needs the user's groups (member_of) for the directory's role_map")
+def user_stored_data(user: DirectoryUser) -> dict[str, Any]:
+    """The fields of a User (contract §3) that the user's row holds, without what the directory's maps
+    compute (`custom_attributes`, `roles`): what history keeps of a user version."""
     return {
         "id": str(user.id),
         "first_name": user.first_name,
@@ -152,10 +150,19 @@ def user_data(user: DirectoryUser, *, directory: Directory) -> dict[str, Any]:
         "raw": user.raw,
         "created_at": iso_utc(user.created_at),
         "updated_at": iso_utc(user.updated_at),
-        # mapped attributes and roles (contract §3)
-        "custom_attributes": custom_attributes(user.raw, directory.attribute_map),
-        "roles": roles(user.member_of or (), directory.role_map),
     }
+
+
+def user_data(user: DirectoryUser, *, directory: Directory) -> dict[str, Any]:
+    """A User of `directory` (the user's own). Its `roles` need the user's groups: with a non-empty
+    role_map, `user.member_of` must have been read (directories.selectors.user_groups_attach)."""
+    if directory.role_map and user.member_of is None:
+        raise ValueError("user_data needs the user's groups (member_of) for the directory's role_map")
+    data = user_stored_data(user)
+    # mapped attributes and roles (contract §3)
+    data["custom_attributes"] = custom_attributes(user.raw, directory.attribute_map)
+    data["roles"] = roles(user.member_of or (), directory.role_map)
+    return data
 
 
 def user_event(directory: Directory, user: DirectoryUser) -> dict[str, Any]:

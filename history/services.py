@@ -28,8 +28,8 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from core.timefmt import iso_utc
 from directories.models import Directory, DirectoryGroup, DirectoryUser, GroupMembership
+from directories.rendering import group_data, user_stored_data
 from history.models import OPEN, GroupVersion, HistoryPoint, HistoryState, MembershipSpan, UserVersion
 from webhooks.feed import FeedExpired, feed_head, feed_read
 from webhooks.models import EventSequence
@@ -259,16 +259,7 @@ def _seed(directory: Directory, state: HistoryState) -> None:
                 valid_from=last,
                 created_at=user.created_at,
                 born=last,
-                data={
-                    "id": str(user.id),
-                    "first_name": user.first_name,
-                    "last_name": user.last_name,
-                    "email": user.email,
-                    "active": user.active,
-                    "raw": user.raw,
-                    "created_at": iso_utc(user.created_at),
-                    "updated_at": iso_utc(user.updated_at),
-                },
+                data=user_stored_data(user),
             )
             for user in DirectoryUser.objects.filter(directory=directory).iterator()
         ],
@@ -282,13 +273,7 @@ def _seed(directory: Directory, state: HistoryState) -> None:
                 valid_from=last,
                 created_at=group.created_at,
                 born=last,
-                data={
-                    "id": str(group.id),
-                    "name": group.display_name,
-                    "raw": group.raw,
-                    "created_at": iso_utc(group.created_at),
-                    "updated_at": iso_utc(group.updated_at),
-                },
+                data=group_data(group),
             )
             for group in DirectoryGroup.objects.filter(directory=directory).iterator()
         ],

@@ -12,6 +12,7 @@ with the environment bench.systems.roster_env builds for the benchmark's product
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import glob
 import json
@@ -474,6 +475,31 @@ def scim_create_users(roster: Roster, directory_id: str, secret: str, count: int
         ids.append(resp.json()["id"])
     client.close()
     return ids
+
+
+def users_created_while_down(
+    roster: Roster, redis: RedisServer, directory_id: str, secret: str, *, seconds: float, prefix: str
+) -> collections.Counter[int]:
+    """Kill the broker, POST a user every quarter second for `seconds` as an identity provider would,
+    start the broker again; the statuses answered, counted."""
+    client = scim_client(roster, secret, timeout=20)
+    statuses: collections.Counter[int] = collections.Counter()
+    redis.kill()
+    down_at = time.monotonic()
+    i = 0
+    while time.monotonic() - down_at < seconds:
+        resp = client.request(
+            "POST",
+            f"/api/scim/v2.0/{directory_id}/Users",
+            user_body(f"{prefix}-{i}@example.com"),
+            content_type="application/scim+json",
+        )
+        statuses[resp.status] += 1
+        i += 1
+        time.sleep(0.25)
+    redis.start()
+    client.close()
+    return statuses
 
 
 def unused_port() -> int:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import collections
 import os
-import time
 
 import pytest
 
 from tests.faults.conftest import Stack
-from tests.faults.stack import received_ids, receiver_running, scim_client, user_body
+from tests.faults.stack import received_ids, receiver_running, users_created_while_down
 
 DOWN_SECONDS = float(os.environ.get("FAULTS_BROKER_DOWN_SECONDS", "60"))
 
@@ -20,23 +18,7 @@ def test_broker_killed(stack: Stack) -> None:
     roster, redis = stack.roster, stack.redis
     with receiver_running(slow_seconds=0) as receiver:
         directory_id, secret = roster.directory_create("broker", receiver.url("/ok"))
-        client = scim_client(roster, secret, timeout=20)
-        statuses: collections.Counter[int] = collections.Counter()
-        redis.kill()
-        down_at = time.monotonic()
-        i = 0
-        while time.monotonic() - down_at < DOWN_SECONDS:
-            resp = client.request(
-                "POST",
-                f"/api/scim/v2.0/{directory_id}/Users",
-                user_body(f"broker-{i}@example.com"),
-                content_type="application/scim+json",
-            )
-            statuses[resp.status] += 1
-            i += 1
-            time.sleep(0.25)
-        redis.start()
-        client.close()
+        statuses = users_created_while_down(roster, redis, directory_id, secret, seconds=DOWN_SECONDS, prefix="broker")
         writes = sum(statuses.values())
         assert roster.settle([directory_id], timeout=90, sweep_every=5), roster.events_open(directory_id)
         deliveries = roster.deliveries(directory_id)

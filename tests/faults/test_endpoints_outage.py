@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.faults.conftest import Stack
-from tests.faults.stack import receiver_running, scim_client, user_body, wait_for
+from tests.faults.stack import receiver_running, users_created_while_down, wait_for
 
 DOWN_SECONDS = float(os.environ.get("FAULTS_ENDPOINTS_DOWN_SECONDS", "20"))
 
@@ -47,23 +47,9 @@ def test_broker_killed_with_endpoints(stack: Stack) -> None:
         _endpoint(stack, {"url": receiver.url("/all"), "events": ["*"]})
         _endpoint(stack, {"url": receiver.url("/tenant"), "tenant": tenant, "format": "standard"})
         _endpoint(stack, {"url": receiver.url("/other"), "tenant": "someone-else"})
-        client = scim_client(roster, secret, timeout=20)
-        statuses: collections.Counter[int] = collections.Counter()
-        redis.kill()
-        down_at = time.monotonic()
-        i = 0
-        while time.monotonic() - down_at < DOWN_SECONDS:
-            resp = client.request(
-                "POST",
-                f"/api/scim/v2.0/{directory_id}/Users",
-                user_body(f"endpoints-{i}@example.com"),
-                content_type="application/scim+json",
-            )
-            statuses[resp.status] += 1
-            i += 1
-            time.sleep(0.25)
-        redis.start()
-        client.close()
+        statuses = users_created_while_down(
+            roster, redis, directory_id, secret, seconds=DOWN_SECONDS, prefix="endpoints"
+        )
         writes = sum(statuses.values())
         assert set(statuses) == {201}, statuses
         assert roster.settle([directory_id], timeout=90, sweep_every=5), roster.events_open(directory_id)

@@ -245,26 +245,32 @@ class RowWriter(Generic[M]):
         obj._state.adding = False
         obj._state.db = alias
 
-    def insert_sql(self, obj: M, *, where: str | None = None, alias: str = "default") -> tuple[str, list[Any]]:
+    def insert_sql(
+        self, obj: M, *, where: str | None = None, source: str | None = None, alias: str = "default"
+    ) -> tuple[str, list[Any]]:
         """The INSERT of `obj` and its parameters, not executed: for a caller that combines it with
         other statements into one (`WITH a AS (<insert>) …`, see `statement_run`). Runs `pre_save`, so
         the instance's auto timestamps are set as soon as this returns. With `where` (a condition, whose
-        parameters the caller appends): `INSERT … SELECT <values> WHERE <where>`, which inserts nothing
-        unless it holds."""
+        parameters the caller appends): `INSERT … SELECT <values> [FROM <source>] WHERE <where>`, which
+        inserts nothing unless it holds; `source` (a subquery and its alias, e.g. `(SELECT …) w`) gives the
+        condition values to refer to, its parameters appended before the condition's."""
         connection = connections[alias]
         fields = self._fields(None)
         values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
         self._saved(obj, alias)
-        return self._insert_text(alias, fields, where), values
+        return self._insert_text(alias, fields, where, source), values
 
-    def _insert_text(self, alias: str, fields: list[models.Field], where: str | None = None) -> str:
-        key = (alias, ("*insert*", where))
+    def _insert_text(
+        self, alias: str, fields: list[models.Field], where: str | None = None, source: str | None = None
+    ) -> str:
+        key = (alias, ("*insert*", where, source))
         sql = self._sql.get(key)
         if sql is None:
             quote = connections[alias].ops.quote_name
             columns = ", ".join(quote(f.column) for f in fields)
             marks = ", ".join(["%s"] * len(fields))
-            values = f"VALUES ({marks})" if where is None else f"SELECT {marks} WHERE {where}"
+            source_text = f" FROM {source}" if source else ""
+            values = f"VALUES ({marks})" if where is None else f"SELECT {marks}{source_text} WHERE {where}"
             sql = self._sql[key] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) {values}"  # noqa: S608
         return sql
 

@@ -50,6 +50,11 @@ class DirectoryUser(models.Model):
             models.Index(fields=["directory", "created_at", "id"], name="user_directory_order"),
             models.Index(fields=["directory", "external_id"], name="user_directory_external_id"),
             models.Index(fields=["directory", "email_key"], name="user_directory_email_key"),
+            # The deprovision guard counts a directory's active users, up to a number, under the directory's
+            # lock (scim.storage.guard): this index stops that count at the number instead of visiting
+            # every user of the directory (1.2 ms against 0.14 for 801 of 1,800 users, bench/README.md,
+            # "Code kept for speed", "Deprovisions in two statements").
+            models.Index(fields=["directory"], condition=models.Q(active=True), name="user_directory_active"),
         ]
 
     # Not a column: the user's groups as [(group id, displayName)] in membership order, set by the reads

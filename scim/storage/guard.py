@@ -15,10 +15,10 @@ Who calls what:
   deprovision. These count it or hold it (`_admit`, `_hold`) under the directory's row lock, and hand a
   change that goes through to the store's own write (`write`);
 - the single-statement store (scim.storage.statements, PostgreSQL outside any transaction): `counted`, a
-  deprovision the guard only counts, in one transaction of two statements (`_locks`, then the window's
-  record, the write and its event in one). When the window is full it decides under the same locks
-  through `deactivate` or `delete`; when it cannot decide there (the user changed, has changes held, the
-  guard is off or tripped) it writes nothing and the store takes the locked path.
+  deprovision the guard lets through, in one transaction of two statements sent in one pipeline (`_locks`,
+  then the window's record, the write and its event in one, each only if the guard as authentication read
+  it still holds and this deprovision stays within its limits). When that writes nothing (the user changed
+  or has changes held, the guard changed, or this one would trip it) the store takes the locked path.
 
 Lock order: the user, then the directory (FOR NO KEY UPDATE, which user inserts, whose foreign key takes
 KEY SHARE on it, do not wait for; deprovisions of one directory serialize there, on every node), then the
@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from django.db import connection, transaction
+from django.db import connection
 
 from core.requestid import scope_current
 from core.rows import RowReader, RowWriter
@@ -218,21 +218,39 @@ _active = RowReader(DirectoryUser, fields=("id",))
 
 
 def record_sql(
-    directory_id: uuid.UUID, now: datetime, *, since: datetime | None = None, below: int = 0
+    directory_id: uuid.UUID,
+    now: datetime,
+    *,
+    since: datetime | None = None,
+    below: int = 0,
+    only_if: tuple[str, list[Any]] | None = None,
 ) -> tuple[str, list[Any]]:
     """The INSERT of a deprovision at `now` into the window, and its parameters. With `below`: only if the
-    window (after `since`) holds fewer than that. To be run after the directory's lock, in a statement of
-    its own, so that its snapshot counts every deprovision committed before the lock was granted."""
+    window (after `since`) holds fewer than that. With `only_if` (a condition and its parameters): only if
+    that holds too. To be run after the directory's lock, in a statement of its own, so that its snapshot
+    counts every deprovision committed before the lock was granted."""
     row = Deprovision(directory_id=directory_id, at=now)
-    if not below:
+    conditions: list[str] = []
+    params: list[Any] = []
+    if below:
+        count = _window.count_sql('{table}."directory_id" = %s AND {table}."at" > %s')
+        conditions.append(f"({count}) < %s")
+        params += [_window.param("directory_id", directory_id), _window.param("at", since), below]
+    if only_if is not None:
+        conditions.append(only_if[0])
+        params += only_if[1]
+    if not conditions:
         return _window_rows.insert_sql(row)
-    count = _window.count_sql('{table}."directory_id" = %s AND {table}."at" > %s')
-    sql, params = _window_rows.insert_sql(row, where=f"({count}) < %s")
-    return sql, [*params, _window.param("directory_id", directory_id), _window.param("at", since), below]
+    sql, values = _window_rows.insert_sql(row, where=" AND ".join(conditions))
+    return sql, [*values, *params]
 
 
 def counting_sql(
-    setting: dict[str, Any], *, directory_id: uuid.UUID, armed_at: datetime | None, now: datetime
+    setting: dict[str, Any],
+    *,
+    directory_id: uuid.UUID,
+    armed_at: datetime | None,
+    now: datetime,
 ) -> tuple[str, list[Any]]:
     """For a deprovision while the guard is on and armed (`setting` and `armed_at` as read under the
     directory's lock): the INSERT that records it when nothing else needs asking, which inserts nothing
@@ -269,88 +287,142 @@ def counted(
     before: DirectoryUser,
     *,
     read_at: Any,
-    write: Write,
     user: DirectoryUser | None = None,
     names: list[str] | None = None,
 ) -> tuple[DirectoryUser, Events] | None:
-    """A deprovision in two statements in one transaction, while the guard is on and armed: the user's and
-    the directory's locks (`_locks`), then the guard's record with the write and its event (a delete when
-    `user` is None, else the update of `before` into `user`, the columns `names`). When the window is full
-    the guard decides under the same locks (`deactivate`, `delete`, with the locked path's `write`). None,
-    with nothing written, when the user changed since it was read, has changes held, is gone, or the guard
-    is off or tripped: the caller goes the locked path.
+    """A deprovision the guard lets through, in one transaction of two statements sent together: the user's
+    and the directory's locks (`_locks`), then the guard's record with the write and its event (a delete
+    when `user` is None, else the update of `before` into `user`, the columns `names`). None, with nothing
+    written, when the record was not made: the user changed since it was read, has changes held or is gone;
+    the guard was changed, turned off or tripped since authentication read it; or this deprovision would
+    trip it. The caller then goes the locked path, where the guard decides (`deactivate`, `delete`).
 
-    The directory's lock serializes the directory's deprovisions, so the change and its event are built
-    before it is taken: under it, only the guard's setting is read and its record's SQL put in front."""
+    The directory's lock serializes the directory's deprovisions, so nothing waits on this process while it
+    is held: the change, its event and the record (`_guessed_counting`, from the guard as authentication
+    read it) are built before, and both statements go in one pipeline, outside any transaction block, so
+    PostgreSQL runs them as one implicit transaction that ends (commits, or rolls back on an error) at the
+    pipeline's end, with no round trip to this process between the locks and the commit."""
+    guess = _guessed_counting(directory, before, read_at)
+    if guess is None:
+        return None  # tripped as read: the locked path holds it (or finds the guard reset meanwhile)
     stamp = user.updated_at if user is not None else None
     if user is None:
         change = _delete_change(directory=directory, user=before)
     else:
         assert names is not None
         change = _update_change(directory=directory, user=user, names=names, before=before)
-    with transaction.atomic():
-        locked = _locks(directory=directory, user=before, delete=user is None)
-        if locked is not None:
-            updated_at, held, stored, tripped_at, armed_at = locked
-            setting = guard_setting(stored)
-        if locked is None or updated_at != read_at or held or not setting["enabled"] or tripped_at is not None:
-            if user is not None:
-                user.updated_at = stamp  # as it was read (the change bumped it): the locked path writes it
-            return None
-        counting = counting_sql(setting, directory_id=directory.id, armed_at=armed_at, now=rules.now())
-        events = change.run(counting)
-        if user is None:
-            if events is None:
-                events = delete(directory, before, write=write)
-            return before, events
-        if events is not None:
-            return user, events
-        return deactivate(directory, before, user, write=write)
+    events = change.written(_locks(directory=directory, user=before, delete=user is None, then=change.statement(guess)))
+    if events is not None:
+        return before if user is None else user, events
+    if user is not None:
+        user.updated_at = stamp  # as it was read (the change bumped it): the locked path writes it
+    return None
+
+
+def _guessed_counting(directory: Directory, user: DirectoryUser, read_at: Any) -> tuple[str, list[Any]] | None:
+    """The window's record of a deprovision, built from the guard as authentication read it, to run only if
+    the locked rows still say the same (`_unchanged_sql`); None when the guard was tripped then."""
+    setting = guard_setting(directory.deprovision_guard)
+    if not setting["enabled"] or directory.guard_tripped_at is not None:
+        return None
+    now, unchanged = rules.now(), _unchanged_sql(directory, user, read_at)
+    if setting["max_percent"] >= 100:
+        return record_sql(directory.id, now, only_if=unchanged)
+    return _within_limits_sql(
+        setting, directory.id, window_since(setting, now, directory.guard_armed_at), now, unchanged
+    )
+
+
+def _within_limits_sql(
+    setting: dict[str, Any], directory_id: uuid.UUID, since: datetime, now: datetime, only_if: tuple[str, list[Any]]
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: the INSERT of a deprovision into the window only if it stays within the guard's limits,
+    all of `rules.trips` in SQL: the window holds fewer than `max_users`, or with this one it stays within
+    `max_percent` of the directory's users (active now, plus those the window counts). Active users are
+    counted only up to what `rules.active_needed` asks, so the cost follows the window, not the directory.
+    When it would trip, it inserts nothing and `_admit` decides, under the same locks."""
+    percent = setting["max_percent"]
+    window = _window.count_sql('{table}."directory_id" = %s AND {table}."at" > %s')
+    needed = "GREATEST(0, CEIL(CAST((w.c + 1) * 100 - %s * w.c AS numeric) / %s))"
+    active = _active.sql(
+        '{table}."directory_id" = %s AND {table}."active" = %s', suffix=f" LIMIT CAST({needed} AS bigint)"
+    )
+    within = f"(w.c < %s OR (w.c + 1) * 100 <= %s * (w.c + (SELECT COUNT(*) FROM ({active}) t))) AND {only_if[0]}"  # noqa: S608
+    sql, values = _window_rows.insert_sql(
+        Deprovision(directory_id=directory_id, at=now), where=within, source=f"({window}) w(c)"
+    )
+    return sql, [
+        *values,
+        _window.param("directory_id", directory_id),
+        _window.param("at", since),
+        setting["max_users"],
+        percent,
+        _active.param("directory_id", directory_id),
+        _active.param("active", True),
+        percent,
+        percent,
+        *only_if[1],
+    ]
+
+
+def _unchanged_sql(directory: Directory, user: DirectoryUser, read_at: Any) -> tuple[str, list[Any]]:
+    """The condition that the user and the directory still say, under the locks, what was read before."""
+    users, directories = q(DirectoryUser._meta.db_table), q(Directory._meta.db_table)
+    sql = (
+        f"EXISTS (SELECT 1 FROM {users} WHERE {q('id')} = %s AND {q('updated_at')} = %s "  # noqa: S608
+        f"AND NOT {q('held')}) AND EXISTS (SELECT 1 FROM {directories} WHERE {q('id')} = %s "
+        f"AND {q('deprovision_guard')} IS NOT DISTINCT FROM CAST(%s AS jsonb) "
+        f"AND {q('guard_tripped_at')} IS NULL AND {q('guard_armed_at')} IS NOT DISTINCT FROM %s)"
+    )
+    stored = None if directory.deprovision_guard is None else orjson.dumps(directory.deprovision_guard).decode()
+    return sql, [user.id, read_at, directory.id, stored, directory.guard_armed_at]
 
 
 _users = RowWriter(DirectoryUser)
 
 
-def _locks(*, directory: Directory, user: DirectoryUser, delete: bool) -> tuple[Any, ...] | None:
+def _locks(
+    *, directory: Directory, user: DirectoryUser, delete: bool, then: tuple[str, list[Any]]
+) -> list[tuple[Any, ...]]:
     """Lock the user's row (FOR UPDATE for a delete, else FOR NO KEY UPDATE, as scim.selectors does), then
-    the directory's (FOR NO KEY UPDATE, as `_admit` does): one statement, in the order every deprovision
-    takes them. The user's (updated_at, held) and the directory's (deprovision_guard, guard_tripped_at,
-    guard_armed_at) as they are once locked; None when the user is gone. The directory is locked only after
-    the user: the lateral subquery depends on the user's row."""
+    the directory's (FOR NO KEY UPDATE, as `_admit` does), in the order every deprovision takes them (the
+    lateral subquery depends on the user's row), then run `then`: two statements in one pipeline and one
+    transaction; returns `then`'s rows. The server runs them in order, `then` with a snapshot taken after
+    the locks were granted, so its count of the window sees every deprovision committed before."""
     users, directories = q(DirectoryUser._meta.db_table), q(Directory._meta.db_table)
     lock = "UPDATE" if delete else "NO KEY UPDATE"
     sql = (
-        f"SELECT u.{q('updated_at')}, u.{q('held')}, CAST(d.{q('deprovision_guard')} AS text), "  # noqa: S608
-        f"d.{q('guard_tripped_at')}, d.{q('guard_armed_at')} "
-        f"FROM (SELECT {q('id')}, {q('updated_at')}, {q('held')} FROM {users} "
+        f"SELECT 1 FROM (SELECT {q('id')} FROM {users} "  # noqa: S608
         f"WHERE {q('id')} = %s AND {q('directory_id')} = %s FOR {lock}) u "
-        f"CROSS JOIN LATERAL (SELECT {q('deprovision_guard')}, {q('guard_tripped_at')}, {q('guard_armed_at')} "
-        f"FROM {directories} WHERE {q('id')} = %s AND u.{q('id')} IS NOT NULL FOR NO KEY UPDATE) d"
+        f"CROSS JOIN LATERAL (SELECT 1 FROM {directories} WHERE {q('id')} = %s AND u.{q('id')} IS NOT NULL "
+        f"FOR NO KEY UPDATE) d"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [user.id, directory.id, directory.id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    updated_at, held, setting, tripped_at, armed_at = row
-    return updated_at, held, orjson.loads(setting) if setting else None, tripped_at, armed_at
+    with connection.cursor() as first, connection.cursor() as second:
+        # Outside a transaction block (autocommit), statements sent in one pipeline up to its end are one
+        # implicit transaction. An error raises as Django's, as from a cursor, with nothing written.
+        with connection.wrap_database_errors, connection.connection.pipeline():
+            first.execute(sql, [user.id, directory.id, directory.id])
+            second.execute(*then)
+        return second.fetchall()
 
 
 @dataclass(frozen=True)
 class _Change:
-    """A deprovision's change and its event, built before the locks; `run` writes them behind the guard's
-    record (`counting`), only if that recorded one, and returns the events (None: it recorded nothing)."""
+    """A deprovision's change and its event, built before the locks: `statement` writes them behind the
+    guard's record (`counting`), only if that recorded one; `written` reads its events from its rows."""
 
     sql: str
     params: list[Any]
     prepared: PreparedEvents
     also: str = ""
 
-    def run(self, counting: tuple[str, list[Any]]) -> Events | None:
-        sql, params = with_events(
+    def statement(self, counting: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
+        return with_events(
             self.sql, self.params, self.prepared, when="EXISTS (SELECT 1 FROM a)", also=self.also, first=counting
         )
-        rows = _in_transaction(sql, params)
+
+    def written(self, rows: list[tuple[Any, ...]]) -> Events | None:
+        """The events, from the statement's rows; None when it wrote nothing."""
         return events_written(self.prepared, rows[0][-1]) if rows else None
 
 
@@ -373,9 +445,3 @@ def _delete_change(*, directory: Directory, user: DirectoryUser) -> _Change:
     memberships = f", m AS (DELETE FROM {members} WHERE {q('user_id')} IN (SELECT {q('id')} FROM a))"  # noqa: S608
     prepared = events_prepare(directory=directory, events=[("user.deleted", user_event(directory, user))])
     return _Change(change, [user.id, directory.id], prepared, memberships)
-
-
-def _in_transaction(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from functools import partial
 from typing import Any
 
 # Imported as a module, so that a test can slip another write in before a statement (tests/scim).
@@ -26,7 +25,7 @@ from scim.protocol.errors import not_found
 from scim.protocol.versions import Precondition
 from scim.selectors import scim_group_with_users, scim_user_get
 from scim.storage import guard
-from scim.storage.locked import LockedStore, require_users, user_remove, user_write
+from scim.storage.locked import LockedStore, require_users
 from scim.storage.store import DocumentDialect, Events, GroupChange, UserChange
 
 
@@ -76,8 +75,7 @@ class StatementStore:
         if before.active and not user.active and guard.watches(directory):
             # A deprovision: the guard counts it under the directory's lock, or holds it (contract §4.2).
             if user.user_name_key == before.user_name_key:  # (a rename with it: the locked path checks it)
-                write = partial(user_write, directory, before, user, names)
-                done = guard.counted(directory, before, read_at=read_at, user=user, names=names, write=write)
+                done = guard.counted(directory, before, read_at=read_at, user=user, names=names)
                 if done is not None:
                     return done
             # What was computed here is reused when the locked row is the one read; its groups come along.
@@ -105,8 +103,7 @@ class StatementStore:
             # A deprovision, or a user with changes held (contract §4.2): two statements when the guard only
             # counts it, else the locked path, with the guard. The usual clean-up, deleting a user
             # deactivated before, stays one statement.
-            remove = partial(user_remove, directory, user)
-            done = None if user.held else guard.counted(directory, user, read_at=user.updated_at, write=remove)
+            done = None if user.held else guard.counted(directory, user, read_at=user.updated_at)
             if done is not None:
                 return done[1]
             return self.locked.user_delete(directory=directory, user_id=user_id)

@@ -9,7 +9,9 @@ PostgreSQL, where they must run.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -20,7 +22,7 @@ from django.test.utils import CaptureQueriesContext
 from directories.models import Deprovision, Directory, DirectoryGroup, DirectoryUser, GroupMembership, HeldChange
 from scim import storage
 from scim.api import scim_request
-from scim.storage import postgres
+from scim.storage import guard, postgres
 from scim.storage.statements import StatementStore
 from tests.scim.conftest import Scim, group_body, user_body
 from tests.scim.guardkit import DEACTIVATE_OKTA, guard_set
@@ -251,8 +253,9 @@ def test_deleting_a_deactivated_user_stays_one_statement_with_the_guard_on(scim_
 
 
 def test_a_deprovision_the_guard_counts_is_two_statements_in_one_transaction(scim_hooked: Scim, kicks: list) -> None:
-    """Authentication with the user's row, then BEGIN, the user's and the directory's locks in one statement,
-    the window's record with the write and its event in another, COMMIT: whatever the directory's size."""
+    """Authentication with the user's row, then the user's and the directory's locks in one statement, the
+    window's record with the write and its event in another, sent together as one implicit transaction (no
+    BEGIN, no COMMIT): whatever the directory's size."""
     ids = [scim_hooked.post("/Users", user_body(f"d{i}@x.io"))[1]["id"] for i in range(4)]
     counts = []
     for user_id in ids[:2]:
@@ -263,7 +266,7 @@ def test_a_deprovision_the_guard_counts_is_two_statements_in_one_transaction(sci
         (status, _), queries = _count(lambda user_id=user_id: scim_hooked.delete(f"/Users/{user_id}"))
         assert status == 204
         counts.append(queries)
-    assert counts == [5, 5, 5, 5], counts
+    assert counts == [3, 3, 3, 3], counts
     assert [t for t, _ in _events(scim_hooked.directory)][-4:] == [
         "user.updated",
         "user.updated",
@@ -275,24 +278,152 @@ def test_a_deprovision_the_guard_counts_is_two_statements_in_one_transaction(sci
     assert list(DirectoryUser.objects.filter(pk__in=ids[:2]).values_list("active", flat=True)) == [False, False]
 
 
-def test_past_max_users_the_guard_decides_under_the_same_locks(scim_hooked: Scim, kicks: list) -> None:
-    """Once the window holds `max_users`, the record inserts nothing, so neither does the write: the guard
-    then counts the active users in the same transaction (no second BEGIN) and lets the change through, or
-    holds it."""
+def test_past_max_users_the_guard_still_counts_in_two_statements_within_max_percent(
+    scim_hooked: Scim, kicks: list
+) -> None:
+    """Once the window holds `max_users`, the record asks the active users in the same statement: within
+    `max_percent` the deprovision is still recorded and written by the two statements; past it the record
+    inserts nothing, so neither does the write, and the locked path holds it (its one BEGIN)."""
     guard_set(scim_hooked.directory, max_users=1, max_percent=40)
     ids = [scim_hooked.post("/Users", user_body(f"m{i}@x.io"))[1]["id"] for i in range(5)]
     (status, _), first = _count(lambda: scim_hooked.patch(f"/Users/{ids[0]}", DEACTIVATE_OKTA))
-    assert status == 200 and first == 5
-    with CaptureQueriesContext(connection) as ctx:  # 2 of 5: 40 %, within max_percent
-        assert scim_hooked.delete(f"/Users/{ids[1]}")[0] == 204
-    sql = [q["sql"] for q in ctx.captured_queries]
-    assert sum(q.startswith("BEGIN") for q in sql) == 1 and len(sql) > 5, sql
+    assert status == 200 and first == 3
+    (status, _), second = _count(lambda: scim_hooked.delete(f"/Users/{ids[1]}"))  # 2 of 5: 40 %, within
+    assert status == 204 and second == 3
     assert not DirectoryUser.objects.filter(pk=ids[1]).exists()
-    assert scim_hooked.patch(f"/Users/{ids[2]}", DEACTIVATE_OKTA)[0] == 200  # 3 of 5: held
+    with CaptureQueriesContext(connection) as ctx:  # 3 of 5: held
+        assert scim_hooked.patch(f"/Users/{ids[2]}", DEACTIVATE_OKTA)[0] == 200
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert sum(q.startswith("BEGIN") for q in sql) == 1 and len(sql) > 3, sql
     assert DirectoryUser.objects.get(pk=ids[2]).active is True
     assert HeldChange.objects.filter(directory=scim_hooked.directory).count() == 1
     assert Deprovision.objects.filter(directory=scim_hooked.directory).count() == 2
     assert [t for t, _ in _events(scim_hooked.directory)][-2:] == ["user.updated", "user.deleted"]
+
+
+@pytest.mark.parametrize(
+    ("max_users", "max_percent", "active", "counted"),
+    [(1, 20, 10, 1), (1, 20, 10, 2), (2, 25, 6, 2), (3, 50, 3, 3), (5, 10, 60, 5), (5, 10, 60, 6), (1, 99, 1, 1)],
+)
+def test_the_window_sql_decides_as_the_rules_do(
+    hooked_directory: Directory, max_users: int, max_percent: int, active: int, counted: int
+) -> None:
+    """The record's condition in SQL against `rules.trips`, with `counted` deprovisions in the window and
+    `active` active users (those the window counts are inactive): it inserts exactly when the rules let one
+    more through."""
+    from directories.guard import rules
+
+    now = rules.now()
+    for i in range(active + counted):
+        DirectoryUser.objects.create(
+            directory=hooked_directory, user_name=f"w{i}@x.io", user_name_key=f"w{i}@x.io", active=i < active
+        )
+    Deprovision.objects.bulk_create([Deprovision(directory=hooked_directory, at=now) for _ in range(counted)])
+    setting = {"enabled": True, "max_users": max_users, "max_percent": max_percent, "window_minutes": 60}
+    sql, params = guard._within_limits_sql(setting, hooked_directory.id, now - timedelta(minutes=60), now, ("TRUE", []))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        inserted = cursor.rowcount
+        transaction.set_rollback(True)
+    assert inserted == (0 if rules.trips(counted, active, setting) else 1)
+
+
+def test_a_counted_deprovision_sends_its_two_statements_in_one_pipeline(
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The directory's lock is held for no round trip to this process: the window's record, the write and
+    its event go with the locks, built from the guard as authentication read it."""
+    ids = [scim_hooked.post("/Users", user_body(f"p{i}@x.io"))[1]["id"] for i in range(3)]
+    sent: list[list[str]] = []
+    inside: list[bool] = []
+    psycopg_connection = type(connection.connection)
+    real_pipeline = psycopg_connection.pipeline
+
+    @contextlib.contextmanager
+    def pipeline(self: Any) -> Any:
+        sent.append([])
+        inside.append(True)
+        try:
+            with real_pipeline(self) as opened:
+                yield opened
+        finally:
+            inside.pop()
+
+    def executed(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if inside:
+            sent[-1].append(sql)
+        return execute(sql, params, many, context)
+
+    monkeypatch.setattr(psycopg_connection, "pipeline", pipeline)
+    with connection.execute_wrapper(executed):
+        assert scim_hooked.patch(f"/Users/{ids[0]}", DEACTIVATE_OKTA)[0] == 200
+        assert scim_hooked.delete(f"/Users/{ids[1]}")[0] == 204
+    assert [len(statements) for statements in sent] == [2, 2], sent
+    for locks, write in sent:
+        assert "FOR NO KEY UPDATE" in locks and "INSERT INTO" in write and "webhooks_webhookevent" in write
+    assert DirectoryUser.objects.get(pk=ids[0]).active is False
+    assert not DirectoryUser.objects.filter(pk=ids[1]).exists()
+    assert Deprovision.objects.filter(directory=scim_hooked.directory).count() == 2
+    assert [t for t, _ in _events(scim_hooked.directory)][-2:] == ["user.updated", "user.deleted"]
+
+
+def test_an_error_in_the_two_statements_leaves_the_connection_idle(scim_hooked: Scim, kicks: list) -> None:
+    """An error in the second statement ends the implicit transaction with the locks the first took, raises
+    as Django's error, and leaves no transaction open on the connection for the next request."""
+    import psycopg
+    from django.db import DataError
+
+    _, created = scim_hooked.post("/Users", user_body("fail@x.io"))
+    user = DirectoryUser.objects.get(pk=created["id"])
+    with pytest.raises(DataError):
+        guard._locks(directory=scim_hooked.directory, user=user, delete=False, then=("SELECT CAST(%s AS int)", ["x"]))
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert scim_hooked.patch(f"/Users/{user.id}", DEACTIVATE_OKTA)[0] == 200  # nothing left locked
+    assert Deprovision.objects.filter(directory=scim_hooked.directory).count() == 1
+
+
+def _after_the_guess(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
+    """Run `change()` once, committed, between authentication's read of the directory and the locks."""
+    real = guard._guessed_counting
+    done: list[bool] = []
+
+    def guessed(*args: Any) -> Any:
+        counting = real(*args)
+        if not done:
+            done.append(True)
+            change()
+        return counting
+
+    monkeypatch.setattr(guard, "_guessed_counting", guessed)
+
+
+def test_a_guard_made_stricter_after_authentication_read_it_is_decided_by_the_locked_rows(
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guess records nothing when the locked directory says otherwise; the setting read under the lock
+    decides: here the window is full for it and 2 of 5 is past its 20 %, so the change is held."""
+    ids = [scim_hooked.post("/Users", user_body(f"s{i}@x.io"))[1]["id"] for i in range(5)]
+    assert scim_hooked.patch(f"/Users/{ids[0]}", DEACTIVATE_OKTA)[0] == 200
+    _after_the_guess(
+        monkeypatch, lambda: guard_set(Directory.objects.get(pk=scim_hooked.directory.id), max_users=1, max_percent=20)
+    )
+    assert scim_hooked.patch(f"/Users/{ids[1]}", DEACTIVATE_OKTA)[0] == 200
+    assert DirectoryUser.objects.get(pk=ids[1]).active is True
+    assert HeldChange.objects.filter(directory=scim_hooked.directory).count() == 1
+    assert Deprovision.objects.filter(directory=scim_hooked.directory).count() == 1
+    assert [t for t, _ in _events(scim_hooked.directory)].count("user.updated") == 1
+
+
+def test_a_guard_turned_off_after_authentication_read_it_counts_nothing(
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [scim_hooked.post("/Users", user_body(f"o{i}@x.io"))[1]["id"] for i in range(2)]
+    _after_the_guess(monkeypatch, lambda: guard_set(Directory.objects.get(pk=scim_hooked.directory.id), enabled=False))
+    assert scim_hooked.delete(f"/Users/{ids[0]}")[0] == 204
+    assert not DirectoryUser.objects.filter(pk=ids[0]).exists()
+    assert not Deprovision.objects.filter(directory=scim_hooked.directory).exists()
+    assert not HeldChange.objects.filter(directory=scim_hooked.directory).exists()
+    assert [t for t, _ in _events(scim_hooked.directory)][-1] == "user.deleted"
 
 
 def _add(scim: Scim, group_id: str, *user_ids: str) -> Any:

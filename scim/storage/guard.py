@@ -279,7 +279,7 @@ def _active_users(directory_id: uuid.UUID, limit: int) -> int:
         return int(cursor.fetchone()[0])
 
 
-# --- PostgreSQL outside a transaction: a deprovision the guard only counts, in two statements ----------------
+# --- PostgreSQL outside a transaction: a deprovision the guard lets through, in two statements --------------
 
 
 def counted(
@@ -340,7 +340,7 @@ def _within_limits_sql(
     all of `rules.trips` in SQL: the window holds fewer than `max_users`, or with this one it stays within
     `max_percent` of the directory's users (active now, plus those the window counts). Active users are
     counted only up to what `rules.active_needed` asks, so the cost follows the window, not the directory.
-    When it would trip, it inserts nothing and `_admit` decides, under the same locks."""
+    When it would trip, it inserts nothing and the locked path decides (`_admit`)."""
     percent = setting["max_percent"]
     window = _window.count_sql('{table}."directory_id" = %s AND {table}."at" > %s')
     needed = "GREATEST(0, CEIL(CAST((w.c + 1) * 100 - %s * w.c AS numeric) / %s))"
@@ -428,7 +428,7 @@ class _Change:
 
 def _update_change(*, directory: Directory, user: DirectoryUser, names: list[str], before: DirectoryUser) -> _Change:
     """The UPDATE of the columns `names` and `user.updated`, to run only if the guard recorded the
-    deprovision (the window held fewer than `max_users`, or it always records)."""
+    deprovision (`r`, the record in front of it)."""
     update, params = _users.update_sql(user, names, where="EXISTS (SELECT 1 FROM r)")  # bumps updated_at
     prepared = events_prepare(directory=directory, events=[user_updated(directory, user, before)])
     return _Change(f"{update} RETURNING 1", params, prepared)

@@ -246,11 +246,7 @@ def record_sql(
 
 
 def counting_sql(
-    setting: dict[str, Any],
-    *,
-    directory_id: uuid.UUID,
-    armed_at: datetime | None,
-    now: datetime,
+    setting: dict[str, Any], *, directory_id: uuid.UUID, armed_at: datetime | None, now: datetime
 ) -> tuple[str, list[Any]]:
     """For a deprovision while the guard is on and armed (`setting` and `armed_at` as read under the
     directory's lock): the INSERT that records it when nothing else needs asking, which inserts nothing

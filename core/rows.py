@@ -14,7 +14,8 @@ callers cannot tell the difference.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -289,6 +290,30 @@ class RowWriter(Generic[M]):
             self._saved(obj, alias)
         with connection.cursor() as cursor:
             cursor.executemany(self._insert_text(alias, fields), rows)
+
+    def copy_rows(self, names: tuple[str, ...], rows: Iterable[Sequence[Any]], *, alias: str = "default") -> None:
+        """Write `rows` with one `COPY … FROM STDIN` (PostgreSQL only): each row the values of the fields
+        `names`, in that order, as psycopg adapts them (a UUID, an aware datetime, a str, an int, a bool,
+        None); nothing fills defaults or prepares a value, so every column goes in every row. One statement
+        is its own transaction. Against `insert_many`, no model instance and no per-field preparation per
+        row, and PostgreSQL parses one statement instead of one per row (kept for speed: bench/README.md,
+        "Code kept for speed", "Request log by COPY")."""
+        connection = connections[alias]
+        key = (alias, ("*copy*", names))
+        sql = self._sql.get(key)
+        if sql is None:
+            quote = connection.ops.quote_name
+            by_name = {f.name: f for f in self.model._meta.concrete_fields}
+            columns = ", ".join(quote(by_name[name].column) for name in names)
+            sql = self._sql[key] = f"COPY {quote(self.model._meta.db_table)} ({columns}) FROM STDIN"
+        started = time.monotonic()
+        # Django's cursor does not wrap copy(): its error translation (psycopg's errors into django.db's)
+        # is taken here, so callers catch the same exceptions as around execute().
+        with connection.cursor() as cursor, connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+        if connection.queries_logged:  # Django's query log (DEBUG, CaptureQueriesContext) sees only execute()
+            connection.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})
 
     def update(self, obj: M, names: list[str], *, alias: str = "default") -> None:
         connection = connections[alias]

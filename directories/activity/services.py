@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -37,6 +37,11 @@ from directories.rendering import directory_public_data
 from directories.selectors import directory_get
 
 _log_rows = RowWriter(ScimLogEntry)
+# The entry's fields after its id and directory, each with the value a missing one gets.
+_LOG_DEFAULTS = tuple(
+    (f.name, f.get_default()) for f in ScimLogEntry._meta.concrete_fields if f.name not in ("id", "directory")
+)
+_LOG_COPIED = ("id", "directory", *(name for name, _ in _LOG_DEFAULTS))
 _health_rows = RowReader(ScimHealth)
 _health_writes = RowWriter(ScimHealth)
 # Every column a flush may change (RowWriter adds updated_at).
@@ -200,6 +205,17 @@ def scim_log_write_many(*, entries: list[tuple[uuid.UUID, dict[str, Any]]]) -> i
     """Insert request-log entries, each (directory id, the field values of ScimLogEntry), in one
     transaction; returns how many. Called by each web process's recorder with what gathered since its
     last flush (directories.activity.recorder), never inside a SCIM request's transaction."""
+    if connection.vendor == "postgresql":
+        # Every value is already what its column takes (scim.http.activity caps and masks them), so the
+        # rows go as they are, in one COPY.
+        _log_rows.copy_rows(
+            _LOG_COPIED,
+            [
+                (uuid.uuid4(), directory_id, *[entry.get(name, default) for name, default in _LOG_DEFAULTS])
+                for directory_id, entry in entries
+            ],
+        )
+        return len(entries)
     rows = [ScimLogEntry(directory_id=directory_id, **entry) for directory_id, entry in entries]
     with transaction.atomic():
         _log_rows.insert_many(rows)

@@ -112,3 +112,47 @@ def test_rows_cursor_reads_the_same_instants_as_the_orm_and_leaves_the_connectio
     with connection.cursor() as cursor:  # Django's own cursor: its check of the connection's loader holds
         cursor.execute("SELECT now()")
         assert cursor.fetchone()[0].utcoffset().total_seconds() == 0
+
+
+def test_request_log_entries_read_back_exactly_as_written(django_assert_num_queries) -> None:  # noqa: ANN001
+    """scim_log_write_many sends a batch by COPY on PostgreSQL (RowWriter.copy_rows) and by INSERT elsewhere:
+    text that COPY's format must escape (tabs, line breaks, backslashes, its NULL marker), an IPv6 address,
+    no address, and a field left out (its default) all read back as given, in one statement per batch."""
+    from datetime import UTC, datetime
+
+    from directories.activity.services import scim_log_write_many
+    from directories.models import ScimLogEntry
+
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
+    at = datetime(2026, 11, 28, 12, 0, 0, 123456, tzinfo=UTC)
+    awkward = 'a\tb\nc\r\\N \\ "é" 😀 ,;|'
+    full = {
+        "at": at,
+        "method": "PATCH",
+        "path": "/Users/" + awkward,
+        "query": 'filter=userName eq "x\\y"',
+        "status": 429,
+        "scim_type": "tooMany",
+        "detail": awkward,
+        "latency_ms": 3,
+        "request_id": "rid-1",
+        "client_ip": "2001:db8::1",
+        "user_agent": "Okta\tSCIM",
+        "request_body": '{"password": "***", "x": "\\\\N"}',
+        "request_truncated": True,
+        "response_body": "",
+        "response_truncated": False,
+    }
+    partial = {k: v for k, v in full.items() if k not in ("user_agent", "response_truncated")}
+    partial.update(client_ip=None, request_id="rid-2")
+    from django.db import connection
+
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 3):  # INSERT: BEGIN, batch, COMMIT
+        assert scim_log_write_many(entries=[(directory.id, full), (directory.id, partial)]) == 2
+    got = {e.request_id: e for e in ScimLogEntry.objects.filter(directory=directory)}
+    assert set(got) == {"rid-1", "rid-2"}
+    for name, value in full.items():
+        assert getattr(got["rid-1"], name) == value, name
+    assert got["rid-2"].client_ip is None
+    assert (got["rid-2"].user_agent, got["rid-2"].response_truncated) == ("", False)
+    assert got["rid-1"].id != got["rid-2"].id

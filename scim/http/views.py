@@ -50,6 +50,9 @@ CONTENT_TYPE = "application/scim+json"
 ACCEPTED_TYPES = ("application/scim+json", "application/json")
 
 
+UNCHECKED = object()  # scim_answer's `refused` when its caller did not ask early_refusal
+
+
 class Answer(NamedTuple):
     status: int
     body: bytes
@@ -64,12 +67,16 @@ def scim_answer(
     directory_id: str,
     resource: str = "",
     resource_id: str = "",
+    *,
+    refused: Verdict | None | object = UNCHECKED,
 ) -> Answer:
     """The status, body and headers of the answer to one SCIM request, and its exchange to record once
     the answer is sent; never raises.
 
     `environ` is the request's WSGI environ (Django's `request.META`), `read_body` reads its body (called
-    at most once, see `http_request`); the other arguments are the route's (scim/routes.py).
+    at most once, see `http_request`); the other arguments are the route's (scim/routes.py). `refused` is
+    `early_refusal(directory_id)` when the caller asked it already (scim.http.wsgi, which then starts no
+    Django request for a refusal: nothing of it touches the database).
 
     The one error funnel of the SCIM surface: whatever goes wrong below, the answer is SCIM JSON with
     the request's id (`X-Request-Id`, on every answer); the token endpoint's answers are RFC 6749's JSON
@@ -88,8 +95,9 @@ def scim_answer(
         return exchange.request_body
 
     admission = Admission()
-    refused = early_refusal(directory_id)  # the directory's rate limit, while its bucket is full (limits.py)
-    if refused is not None:
+    if refused is UNCHECKED:
+        refused = early_refusal(directory_id)  # the directory's rate limit, while its bucket is full (limits.py)
+    if isinstance(refused, Verdict):
         status, body, headers = _throttled(refused, route, exchange)
     elif route is not None and route.protocol == OAUTH:
         # The token endpoint of the directory's OAuth client: RFC 6749's answers, recorded like SCIM's.

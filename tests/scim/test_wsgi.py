@@ -383,3 +383,47 @@ def test_tricky_paths_get_the_same_answer_through_both_entries(directory_a: Dire
         same_answer(fast, path_info, **auth)
         unrouted += scim_path_args(decoded) is None
     assert fast.fallback_calls() == unrouted  # exactly the paths the table does not match went to Django
+
+
+def test_a_refusal_from_memory_starts_no_django_request(directory_a: Directory, fast: Any, settings: Any) -> None:
+    """A directory past its burst is refused before request_started: no connection check, no query, no
+    request_finished (nothing of it touches the database); it is still answered 429 and logged. An admitted
+    request gets both signals."""
+    from django.core import signals
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from directories.activity import recorder
+    from directories.models import ScimLogEntry
+
+    settings.SCIM_RATE_LIMIT = 1500  # a burst of 150
+    ratelimit.reset()
+    path = f"/api/scim/v2.0/{directory_a.id}/Users"
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
+    seen: list[str] = []
+
+    def started(**_: Any) -> None:
+        seen.append("started")
+
+    def finished(**_: Any) -> None:
+        seen.append("finished")
+
+    signals.request_started.connect(started)
+    signals.request_finished.connect(finished)
+    try:
+        statuses = []
+        for _ in range(200):
+            seen.clear()
+            with CaptureQueriesContext(connection) as queries:
+                status = int(run(fast, path, **bearer)[0].split()[0])
+            statuses.append(status)
+            if status == 429:
+                break
+            assert status == 200 and seen == ["started", "finished"]
+        assert statuses[-1] == 429, statuses
+        assert seen == [] and len(queries) == 0
+    finally:
+        signals.request_started.disconnect(started)
+        signals.request_finished.disconnect(finished)
+    recorder.flush()
+    assert ScimLogEntry.objects.filter(directory=directory_a, status=429).count() == 1

@@ -5,12 +5,12 @@ A SCIM request, once answered, adds to its directory's `Counters` and may queue 
 lock and a few list and dictionary operations; no database), and a background thread writes what
 gathered every SCIM_ACTIVITY_FLUSH_SECONDS, sooner when many log entries wait:
 
-- the log entries in one INSERT of many rows (`services.scim_log_write_many`);
+- the log entries in one statement (`services.scim_log_write_many`: a COPY on PostgreSQL);
 - each directory's counters in one transaction per directory (`services.scim_health_merge`), which adds
   them to its row under the row's lock, so the batches of every process and node add up.
 
 So a SCIM request never waits on a database round trip for its health or its log entry, and neither
-is written in the request's transaction; a burst of failed requests costs one INSERT, not one commit
+is written in the request's transaction; a burst of failed requests costs one statement, not one commit
 each. What a reader sees lags by at most one interval (plus the write itself).
 
 Also written: what is left when the process exits normally (a web worker stopping or replaced, a test

@@ -2,8 +2,8 @@
 directory's health counters, and an entry of the directory's request log for a request that failed
 (4xx/5xx) or while the directory's `log_scim_requests` is on.
 
-`Exchange.record` runs when the server closes the response, after the answer was sent
-(scim.http.wsgi's body and scim.http.views.ScimResponse). It never raises, never changes the answer,
+`Exchange.record` runs once the answer is built: scim.http.wsgi calls it just before handing the body
+to the server, scim.http.views.ScimResponse when the server closes it. It never raises, never changes the answer,
 and makes no database round trip of its own: the counters and the entry (masked and capped here) go to
 the process's recorder (directories.activity.recorder), whose background thread writes them in batches,
 outside any request's transaction; an entry that cannot be written costs a log line. Only requests

@@ -57,7 +57,7 @@ class Answer(NamedTuple):
     status: int
     body: bytes
     headers: list[tuple[str, str]]
-    # What the entry records of the request once the answer is sent (scim.http.activity).
+    # What the entry records of the request once the answer is built (scim.http.activity).
     exchange: Exchange
 
 
@@ -258,7 +258,8 @@ def http_request(
 
 class ScimResponse(HttpResponse):
     """A SCIM answer through Django's handler: it records its request (scim.http.activity) when the
-    server closes it, after sending it, as the WSGI entry's body does."""
+    server closes it, after sending it (the WSGI entry, scim/http/wsgi.py, records just before handing
+    its body to the server)."""
 
     def __init__(self, *args: Any, exchange: Exchange, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -385,10 +385,13 @@ def test_tricky_paths_get_the_same_answer_through_both_entries(directory_a: Dire
     assert fast.fallback_calls() == unrouted  # exactly the paths the table does not match went to Django
 
 
-def test_a_refusal_from_memory_starts_no_django_request(directory_a: Directory, fast: Any, settings: Any) -> None:
+def test_a_refusal_from_memory_starts_no_django_request(
+    directory_a: Directory, fast: Any, settings: Any, limiter_clock: Any
+) -> None:
     """A directory past its burst is refused before request_started: no connection check, no query, no
     request_finished (nothing of it touches the database); it is still answered 429 and logged. An admitted
-    request gets both signals."""
+    request gets both signals. The limiter's clock is stopped: the bucket does not refill however slow the
+    requests are."""
     from django.core import signals
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

@@ -9,7 +9,12 @@ writes of one directory that commit while a kick is in flight share the next one
 Why nothing is stranded: a key handed over after a commit is kicked after that commit (the thread takes
 the set, then kicks), which is all the drain's protocol asks of a kick (see draining). A process that dies
 between the commit and the kick leaves its events `pending` in the outbox, where the sweep finds them, as
-it does for a broker that was down. At exit, whatever is still handed over is kicked (`flush`).
+it does for a broker that was down. At exit, whatever is still handed over is kicked (`flush`): at
+`atexit` in a process that ends normally, and at multiprocessing's exit function in the web server's
+workers, which granian starts as multiprocessing children and which leave through `os._exit`, skipping
+`atexit`. Without that, a worker stopped by a rolling restart could die between a kick's SET and its
+publish and leave the drain key held by no drain: the directory's webhooks then waited for the key to
+expire (over a minute) and the sweep.
 
 Kept for speed: bench/README.md, "Code kept for speed", "Kicks off the request path".
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import multiprocessing.util
 import os
 import threading
 import time
@@ -62,6 +68,8 @@ class Kicker:
         self._pid = os.getpid()
         self._handed = {}  # keys inherited through a fork belong to the parent, which kicks them
         self._busy = False
+        # A multiprocessing child (granian's workers) skips atexit: its exit function runs this instead.
+        multiprocessing.util.Finalize(self, self.flush, exitpriority=10)
         threading.Thread(target=self._run, name="roster-kicker", daemon=True).start()
 
     def _run(self) -> None:

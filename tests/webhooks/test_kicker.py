@@ -4,8 +4,11 @@ for nothing, and a SCIM write through a real broker still gets its event deliver
 from __future__ import annotations
 
 import json
+import multiprocessing
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,3 +106,22 @@ def test_with_the_web_servers_kicker_a_scim_write_is_delivered_through_the_broke
     assert delivered_tasks.wait_for(1)
     assert WebhookDelivery.objects.filter(directory=directory, delivered=True).count() == 1
     assert kicked_in == ["roster-kicker"]  # not in the request's thread
+
+
+def _child_hands_a_key_and_returns(marker: str) -> None:
+    def kick(key: Any) -> None:
+        time.sleep(0.3)  # a kick under way (the SET done, the publish not yet) when the worker's run ends
+        Path(marker).write_text(str(key))
+
+    Kicker(kick).hand("directory-1")
+
+
+def test_a_multiprocessing_child_kicks_what_it_was_handed_before_it_exits(tmp_path: Path) -> None:
+    """granian's workers are multiprocessing children, which leave through os._exit and never run atexit:
+    the kick handed over just before a worker stops still happens."""
+    marker = tmp_path / "kicked"
+    child = multiprocessing.get_context("fork").Process(target=_child_hands_a_key_and_returns, args=(str(marker),))
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0
+    assert marker.read_text() == "directory-1"

@@ -226,7 +226,11 @@ class Harness:
         try:
             out = b"".join(answer)
         finally:
-            answer.close()  # as a server does once the body is sent: the request is recorded and finished
+            # As a server does once the body is sent (PEP 3333): an answer with close() (Django's handler)
+            # is recorded and finished then; the SCIM application's list was before it was returned.
+            close = getattr(answer, "close", None)
+            if close is not None:
+                close()
         return status[0], out
 
     # one request each; the workload's bodies

@@ -20,3 +20,19 @@ def test_the_credential_checks_time_both_credentials_and_put_the_lookup_back(dir
     assert set(checks) == {"static secret", "access token", "access token, first use"}
     assert all(v > 0 for v in checks.values())
     assert authentication.directory_get is lookup
+
+
+@pytest.mark.django_db(transaction=True)  # a request closes the connection when it finishes, as in production
+def test_the_harness_drives_the_production_application(settings) -> None:  # noqa: ANN001
+    """Harness.call hands requests to what granian serves (an answer that is a list, or Django's with close())."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True  # its directory's webhook goes to 127.0.0.1
+    from bench.costs import Harness
+
+    harness = Harness("baseline")
+    try:
+        assert harness.create_user()[0].startswith("201")
+        assert harness.list_page()[0].startswith("200")
+        assert harness.get_404()[0].startswith("404")
+        assert harness.healthz()[0].startswith("200")  # not SCIM: Django's handler, whose answer has close()
+    finally:
+        harness.restore()

@@ -6,9 +6,16 @@ for speed: bench/README.md, "Code kept for speed", "Fixed SQL for hot lookups").
 column list and the value converters of a model once per database connection alias and then only
 executes: the SQL text is fixed, every value is a parameter.
 
-The rows come back as ordinary model instances (`Model.from_db`), with the same conversions the
-ORM applies (UUIDs and datetimes on SQLite, JSON fields, the decryption of secret fields), so the
-callers cannot tell the difference.
+The rows come back as ordinary model instances, with the same conversions the ORM applies (UUIDs and
+datetimes on SQLite, JSON fields, the decryption of secret fields), so the callers cannot tell the
+difference. They are made the way `Model.from_db` leaves them (the values read in the instance's
+`__dict__`, the fields not read deferred, `_state` saying "from this database, not adding") without
+running `Model.__init__`, which sets every field through `setattr`, looks the deferred ones up and
+sends `pre_init` and `post_init`. That is only done for a model whose `__init__` and `from_db` are
+Django's, whose fields read have no descriptor that acts on assignment other than the foreign key's
+(which only clears a related object cached on the instance: a new one has none), and while nothing
+listens to `pre_init` or `post_init` for it; any other model goes through `from_db`. Kept for speed:
+bench/README.md, "Code kept for speed", "Model instances without __init__".
 """
 
 from __future__ import annotations
@@ -22,7 +29,10 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 from django.db import connections, models
+from django.db.models.base import ModelState
 from django.db.models.fields import AutoFieldMixin
+from django.db.models.query_utils import DeferredAttribute
+from django.db.models.signals import post_init, pre_init
 
 M = TypeVar("M", bound=models.Model)
 
@@ -49,6 +59,13 @@ def _native_timestamptz_loader() -> Any:
 
 
 _TIMESTAMPTZ_LOADER = _native_timestamptz_loader()
+
+# Descriptors of a field's attribute that do nothing on assignment to a new instance: Django's own for a
+# column (no __set__) and for a foreign key's id (clears the related object cached on the instance).
+_PLAIN_DESCRIPTORS: tuple[type, ...] = (
+    DeferredAttribute,
+    models.fields.related_descriptors.ForeignKeyDeferredAttribute,
+)
 
 
 @contextmanager
@@ -96,6 +113,7 @@ class _Prepared:
     names: frozenset[str] | None  # attnames read, when not all of them
     width: int  # number of columns, the extra ones included
     fields: int  # number of the model's columns
+    attnames: tuple[str, ...] | None  # the columns' attribute names, when instances may skip __init__
 
 
 @dataclass(frozen=True)
@@ -146,6 +164,7 @@ class RowReader(Generic[M]):
             if found:
                 converters.append((index, found, column))
         names = None if self.fields is None else frozenset(f.attname for f in fields)
+        attnames = tuple(f.attname for f in fields) if _plain_model(self.model, fields) else None
         prepared = _Prepared(
             table,
             columns,
@@ -154,6 +173,7 @@ class RowReader(Generic[M]):
             names,
             len(fields) + len(self.extras),
             len(fields),
+            attnames,
         )
         self._prepared[alias] = prepared
         return prepared
@@ -187,30 +207,57 @@ class RowReader(Generic[M]):
         return self.model._meta.get_field(field).get_db_prep_value(value, connections[alias])
 
     def build(self, row: tuple[Any, ...] | list[Any], *, alias: str = "default") -> M:
+        return self.build_many((row,), alias=alias)[0]
+
+    def build_many(self, rows: Iterable[tuple[Any, ...] | list[Any]], *, alias: str = "default") -> list[M]:
+        """An instance for each row (the columns of `sql()`, or of `columns()`, in order)."""
         prepared = self._prepare(alias)
         connection = connections[alias]
-        values = list(row)
-        for index, converters, column in prepared.converters:
-            value = values[index]
-            for converter in converters:
-                value = converter(value, column, connection)
-            values[index] = value
-        instance = self.model.from_db(alias, prepared.names, values[: prepared.fields])
-        for extra, value in zip(self.extras, values[prepared.fields : prepared.width], strict=True):
-            setattr(instance, extra.attribute, extra.convert(value))
-        return instance
+        model = self.model
+        bare = prepared.attnames is not None and not (pre_init.has_listeners(model) or post_init.has_listeners(model))
+        built = []
+        for row in rows:
+            values = list(row)
+            for index, converters, column in prepared.converters:
+                value = values[index]
+                for converter in converters:
+                    value = converter(value, column, connection)
+                values[index] = value
+            if bare:
+                instance = model.__new__(model)
+                instance.__dict__.update(zip(prepared.attnames, values, strict=False))  # type: ignore[arg-type]  # extras after
+                state = instance._state = ModelState()
+                state.adding = False
+                state.db = alias
+            else:
+                instance = model.from_db(alias, prepared.names, values[: prepared.fields])
+            for extra, value in zip(self.extras, values[prepared.fields : prepared.width], strict=True):
+                setattr(instance, extra.attribute, extra.convert(value))
+            built.append(instance)
+        return built
 
     def fetch(self, sql: str, params: list[Any] | tuple[Any, ...], *, alias: str = "default") -> list[M]:
         with rows_cursor(alias) as opened:
             opened.execute(sql, params)
             rows = opened.fetchall()
-        return [self.build(row, alias=alias) for row in rows]
+        return self.build_many(rows, alias=alias)
 
     def first(self, sql: str, params: list[Any] | tuple[Any, ...], *, alias: str = "default") -> M | None:
         with rows_cursor(alias) as opened:
             opened.execute(sql, params)
             row = opened.fetchone()
         return None if row is None else self.build(row, alias=alias)
+
+
+def _plain_model(model: type[models.Model], fields: list[models.Field]) -> bool:
+    """Whether `model`'s instances can be made without `__init__` (see the module's docstring)."""
+    if model.__init__ is not models.Model.__init__ or model.from_db.__func__ is not models.Model.from_db.__func__:  # type: ignore[attr-defined]
+        return False
+    for field in fields:
+        descriptor = next((k.__dict__[field.attname] for k in model.__mro__ if field.attname in k.__dict__), None)
+        if type(descriptor) not in _PLAIN_DESCRIPTORS:
+            return False
+    return True
 
 
 class RowWriter(Generic[M]):

@@ -133,7 +133,7 @@ class UsersPage:
     def take(self, rows: list[tuple[Any, ...]], reader: RowReader[Any]) -> None:
         """Keep what the statement returned (rows as `sql` lays them out)."""
         generation = (int(rows[0][-2]), int(rows[0][-1]))
-        self.result = (generation, [reader.build(row[:-2]) for row in rows if row[0] is not None])
+        self.result = (generation, reader.build_many(row[:-2] for row in rows if row[0] is not None))
 
 
 def _read(page: UsersPage, directory_id: uuid.UUID, reader: RowReader[Any]) -> None:

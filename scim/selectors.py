@@ -289,7 +289,7 @@ def scim_group_with_users(*, directory: Directory, group_id: Any, user_ids: list
         rows = cursor.fetchall()
     if not rows or rows[0][0] is None:
         return None, {}
-    found = [_users.build(row[group_width:]) for row in rows if row[group_width] is not None]
+    found = _users.build_many(row[group_width:] for row in rows if row[group_width] is not None)
     return _groups.build(rows[0][:group_width]), {user.id: user for user in found}
 
 

@@ -255,7 +255,7 @@ def _directory_with(pk: uuid.UUID, read: FirstRead) -> Directory | None:
     if page is not None:
         page.take([row[width:] for row in rows], reader)
     else:
-        read.rows = [reader.build(row[width:]) for row in rows if row[width] is not None]
+        read.rows = reader.build_many(row[width:] for row in rows if row[width] is not None)
     return _directories.build(rows[0][:width])
 
 

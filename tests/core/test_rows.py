@@ -156,3 +156,47 @@ def test_request_log_entries_read_back_exactly_as_written(django_assert_num_quer
     assert got["rid-2"].client_ip is None
     assert (got["rid-2"].user_agent, got["rid-2"].response_truncated) == ("", False)
     assert got["rid-1"].id != got["rid-2"].id
+
+
+def test_instances_made_without_init_are_those_from_db_makes() -> None:
+    """Rows become instances without Model.__init__ (core.rows): the same attributes, deferred fields
+    deferred (read on access, as with .only()), the same state, saved again as an update."""
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
+    user = _user(directory, "bare@example.com")
+    writer.insert(user)
+    some = RowReader(DirectoryUser, fields=("id", "directory", "user_name", "raw", "updated_at"))
+    sql = some.sql('{table}."id" = %s')
+    params = [some.param("id", user.id)]
+    assert some._prepare("default").attnames is not None  # this model takes the bare path
+    bare = some.first(sql, params)
+    made = DirectoryUser.objects.only("id", "directory", "user_name", "raw", "updated_at").get(pk=user.pk)
+    assert type(bare) is DirectoryUser
+    assert {k: v for k, v in vars(bare).items() if k != "_state"} == {
+        k: v for k, v in vars(made).items() if k != "_state"
+    }
+    assert bare.get_deferred_fields() == made.get_deferred_fields() and "first_name" in bare.get_deferred_fields()
+    assert (bare._state.adding, bare._state.db) == (False, "default")
+    assert bare.first_name == "Ä"  # a deferred field is read when asked for
+    assert bare.directory == directory  # the foreign key resolves
+    bare.user_name = "renamed@example.com"
+    bare.save(update_fields=["user_name"])  # an update, not an insert
+    assert DirectoryUser.objects.get(pk=user.pk).user_name == "renamed@example.com"
+
+
+def test_a_model_with_init_listeners_is_built_through_init() -> None:
+    from django.db.models.signals import post_init
+
+    directory = directory_create(actor=TEST_ACTOR, data={"tenant": "t", "product": "p", "type": "okta-scim-v2"})
+    user = _user(directory, "heard@example.com")
+    writer.insert(user)
+    seen: list[object] = []
+
+    def heard(sender, instance, **kwargs) -> None:  # noqa: ANN001, ANN003
+        seen.append(instance)
+
+    post_init.connect(heard, sender=DirectoryUser)
+    try:
+        got = users.first(users.sql('{table}."id" = %s'), [users.param("id", user.id)])
+    finally:
+        post_init.disconnect(heard, sender=DirectoryUser)
+    assert seen == [got]

@@ -24,7 +24,6 @@ from collections import OrderedDict
 from threading import Lock
 
 import bcrypt
-import jwt
 from django.conf import settings
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -151,6 +150,10 @@ def _token_credentials(header: str, ip: str | None) -> tuple[AdminUser, AdminTok
 def jwt_claims(raw: str) -> dict:
     """Decoded claims of an admin JWT, or AdminAuthFailed. Only HS256 is accepted (so `alg: none` and
     RS/HS key-confusion tokens fail) and `exp`, `iat` and `userId` must be present."""
+    # Imported at the first JWT, not with the module: PyJWT loads `cryptography`, which a deployment that
+    # never signs in over the admin API need not map (core.crypto).
+    import jwt
+
     try:
         claims = jwt.decode(
             raw,

@@ -12,7 +12,6 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import bcrypt
-import jwt
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
@@ -108,6 +107,8 @@ def admin_jwt_issue(*, user: AdminUser, token: AdminToken, now: datetime | None 
         "iat": int(now.timestamp()),
         "exp": int((now + timedelta(seconds=settings.ADMIN_JWT_LIFETIME_SECONDS)).timestamp()),
     }
+    import jwt  # imported at the first sign-in: PyJWT loads `cryptography` (see core.crypto)
+
     return jwt.encode(claims, settings.ADMIN_JWT_SECRET, algorithm="HS256")
 
 

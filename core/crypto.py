@@ -4,6 +4,11 @@ Values are sealed with Fernet (AES-128-CBC + HMAC-SHA256, from `cryptography`) u
 from DB_ENCRYPTION_KEY with HKDF-SHA256, so any string of enough entropy works as the setting.
 Sealed values carry the prefix ``enc:v1:``; a value without it is read as clear text, so turning
 encryption on later does not break existing rows (they are sealed on their next write).
+
+`cryptography` is imported on the first seal or open, not with this module: processes that never meet an
+encrypted value (no DB_ENCRYPTION_KEY) do not load it (its Rust library alone reads about 7 MB of PSS
+across a node's processes). server.web imports it before the fork when the key is set, so the web workers
+share it.
 """
 
 from __future__ import annotations
@@ -11,19 +16,30 @@ from __future__ import annotations
 import base64
 import hashlib
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
+
 PREFIX = "enc:v1:"
+
+
+def load() -> None:
+    """Import what sealing and opening use (server.web calls it before the fork when a key is set)."""
+    from cryptography.fernet import Fernet  # noqa: F401
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF  # noqa: F401
 
 
 @lru_cache(maxsize=4)
 def _fernet(key: str) -> Fernet:
+    from cryptography.fernet import Fernet
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"roster-db-encryption", info=b"fernet-v1").derive(
         key.encode()
     )
@@ -55,6 +71,8 @@ def unseal(stored: str) -> str:
     key = settings.DB_ENCRYPTION_KEY
     if not key:
         raise ImproperlyConfigured("A stored secret is encrypted but DB_ENCRYPTION_KEY is not set.")
+    from cryptography.fernet import InvalidToken
+
     try:
         return _open_cached(key, stored[len(PREFIX) :])
     except InvalidToken as exc:

@@ -126,6 +126,12 @@ def preload() -> None:
 
     draining.kicks_in_background()  # the kicks after a write leave the request (webhooks.kicker)
     import prometheus_client.multiprocess  # noqa: F401
+    from django.conf import settings
+
+    if settings.DB_ENCRYPTION_KEY:  # every worker opens sealed secrets then (core.crypto imports lazily)
+        from core import crypto
+
+        crypto.load()
 
     gc.collect()
     gc.freeze()

@@ -94,9 +94,9 @@ print("kombu.transport.redis" in sys.modules, "scim.http.views" in sys.modules, 
 """
 
 
-def _probe(tmp_path: Path, **env: str) -> str:
+def _probe(tmp_path: Path, code: str = PROBE, **env: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env={
             **{k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "PROMETHEUS_MULTIPROC_DIR")},
@@ -121,6 +121,21 @@ def test_the_launcher_loads_the_app_and_the_broker_transport_without_connecting(
 
 def test_without_a_broker_no_transport_is_loaded(tmp_path: Path) -> None:
     assert _probe(tmp_path) == "False True True True True"
+
+
+LIBRARIES = """
+import sys
+from server import web
+web.metrics_prepare()
+web.preload()
+print("cryptography.fernet" in sys.modules, "jwt" in sys.modules)
+"""
+
+
+def test_cryptography_is_loaded_before_the_fork_only_with_an_encryption_key(tmp_path: Path) -> None:
+    # PyJWT (the admin API's sign-in) would load it too: it is imported at the first JWT instead.
+    assert _probe(tmp_path, LIBRARIES) == "False False"
+    assert _probe(tmp_path, LIBRARIES, DB_ENCRYPTION_KEY="web-test-encryption-key-0123456789") == "True False"
 
 
 def test_the_metrics_folder_is_emptied_and_gone_celery_workers_removed(tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from typing import IO, Any
 
 import orjson
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
 from core.text import text_problem
 from core.timefmt import iso_utc_or_none
@@ -166,6 +165,9 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot write {output}: {exc.strerror}.") from None
         to_terminal = output is None and self.stdout.isatty()
+        # Imported here: every process loads this module at start (directories.apps), few ever export.
+        from tqdm import tqdm
+
         bar = tqdm(total=total, unit="row", file=sys.stderr, disable=to_terminal or not sys.stderr.isatty())
         counts = {"user": 0, "group": 0}
         try:

@@ -6,7 +6,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import BASE_DIR, env, require
 from core import metricsdir
-from core.logformat import formatter_class
+from core.logformat import logging_config
 from core.ratelimit import storage_url_check, storage_url_default
 from core.version import VERSION
 from setuplinks.headers import frame_ancestors_check
@@ -265,37 +265,7 @@ METRICS_DIR = env.str("METRICS_DIR", default="") or str(metricsdir.default_base(
 # Tells builds of one version apart in roster_build_info (e.g. the deployed git commit).
 ROSTER_REVISION = env.str("ROSTER_REVISION", default="")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"roster": {"()": formatter_class(LOG_FORMAT)}},
-    "filters": {
-        "already_logged": {"()": "core.logfilters.SkipAlreadyLogged"},
-        "client_refusal": {"()": "core.logfilters.ClientRefusalWithoutTraceback"},
-        "request_scope": {"()": "core.logfilters.RequestScopeFields"},
-        "setup_token_mask": {"()": "setuplinks.redaction.SetupTokenMask"},
-    },
-    # On the handler, not the `django.security` logger: a logger's filters do not see the records of its
-    # children (django.security.TooManyFieldsSent, .DisallowedHost...), a handler's see every record.
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "roster",
-            "filters": ["client_refusal", "request_scope", "setup_token_mask"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {
-        # Request lines carry SCIM filter strings (userName values are PII, RFC 7644 §7.5.2).
-        "django.server": {"level": "WARNING"},
-        # 4xx answers (every SCIM 404 for a deleted user, Okta's probes) would log a WARNING with the
-        # full path, which carries user ids; 5xx are still logged as ERROR.
-        "django.request": {"level": "ERROR", "filters": ["already_logged"]},
-        # The token endpoint's grant (scim/oauth.py): oauthlib's DEBUG lines carry the access token it
-        # issued and the request's form, so they never reach a handler, whatever LOG_LEVEL says.
-        "oauthlib": {"level": "WARNING"},
-    },
-}
+LOGGING = logging_config(LOG_FORMAT, env.str("LOG_LEVEL", default="INFO"))
 
 # (Without DB_ENCRYPTION_KEY, operations.apps warns at start, once logging is configured in LOG_FORMAT.)
 AUTH_USER_MODEL = "adminauth.AdminUser"

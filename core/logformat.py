@@ -73,3 +73,40 @@ def json_from_environ() -> bool:
     """LOG_FORMAT=json, for the process entry points that decide before Django's settings are loaded
     (the Celery app, the worker launcher); config/settings.py checks the value."""
     return os.environ.get("LOG_FORMAT", "").strip().lower() == "json"
+
+
+def logging_config(log_format: str, level: str) -> dict[str, Any]:
+    """Roster's logging (Django's LOGGING setting, and granian's in server.web) for a LOG_FORMAT value and a
+    root level. Built here, outside the `config` package, so granian's launcher can build it without
+    importing the application."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"roster": {"()": formatter_class(log_format)}},
+        "filters": {
+            "already_logged": {"()": "core.logfilters.SkipAlreadyLogged"},
+            "client_refusal": {"()": "core.logfilters.ClientRefusalWithoutTraceback"},
+            "request_scope": {"()": "core.logfilters.RequestScopeFields"},
+            "setup_token_mask": {"()": "setuplinks.redaction.SetupTokenMask"},
+        },
+        # On the handler, not the `django.security` logger: a logger's filters do not see the records of its
+        # children (django.security.TooManyFieldsSent, .DisallowedHost...), a handler's see every record.
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": "roster",
+                "filters": ["client_refusal", "request_scope", "setup_token_mask"],
+            }
+        },
+        "root": {"handlers": ["console"], "level": level},
+        "loggers": {
+            # Request lines carry SCIM filter strings (userName values are PII, RFC 7644 §7.5.2).
+            "django.server": {"level": "WARNING"},
+            # 4xx answers (every SCIM 404 for a deleted user, Okta's probes) would log a WARNING with the
+            # full path, which carries user ids; 5xx are still logged as ERROR.
+            "django.request": {"level": "ERROR", "filters": ["already_logged"]},
+            # The token endpoint's grant (scim/oauth.py): oauthlib's DEBUG lines carry the access token it
+            # issued and the request's form, so they never reach a handler, whatever LOG_LEVEL says.
+            "oauthlib": {"level": "WARNING"},
+        },
+    }

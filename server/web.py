@@ -20,7 +20,6 @@ one (forked again from this process, so with the code it loaded: a new release n
 from __future__ import annotations
 
 import argparse
-import copy
 import gc
 import os
 import sys
@@ -181,11 +180,14 @@ def _broker_transport_load() -> None:
 def logging_use_roster_format() -> None:
     """granian configures logging in its main process and again in each worker, from the dictionary
     `granian.log.LOGGING_CONFIG` (updated by GRANIAN_LOG_CONFIG's file when one is given). Making it
-    Roster's own LOGGING plus granian's two loggers keeps one format (LOG_FORMAT) for every line."""
+    Roster's own LOGGING plus granian's two loggers keeps one format (LOG_FORMAT) for every line. Built from
+    the environment as config/settings.py builds LOGGING, without importing the application (which checks
+    the values when it starts)."""
     import granian.log
-    from django.conf import settings
 
-    config = copy.deepcopy(settings.LOGGING)
+    from core.logformat import json_from_environ, logging_config
+
+    config = logging_config("json" if json_from_environ() else "plain", os.environ.get("LOG_LEVEL", "INFO"))
     ours = {"handlers": ["console"], "level": "INFO", "propagate": False}
     config["loggers"] = {**config.get("loggers", {}), "_granian": dict(ours), "granian.access": dict(ours)}
     granian.log.LOGGING_CONFIG = config

@@ -7,14 +7,18 @@ line with the options below):
   `granian --help`) wins over them, and `--bind` / `--workers` win over both.
 - The node's metrics folder (core/metricsdir.py) emptied and named in PROMETHEUS_MULTIPROC_DIR before
   anything imports prometheus-client, so /metrics adds up every worker of the node.
-- The application imported once, here, before granian forks its workers (Python's `fork` start method,
-  the default on Linux): the workers start in milliseconds and share the pages of the code instead of
-  each importing Django. Kept for memory: bench/README.md, "Code kept for speed", "Preload before fork".
+- The application imported once per start of workers, before they are forked (`preload`): the workers
+  start in milliseconds and share the pages of the code instead of each importing Django. On Linux a
+  short-lived zygote imports it and forks the workers (server/zygote.py), so this process, granian's
+  supervisor, never holds a copy of their pages; elsewhere this process imports it and granian forks the
+  workers from here. Kept for memory: bench/README.md, "Code kept for speed", "Preload before fork" and
+  "Workers forked from a zygote".
 - granian's own log lines (start, workers, the optional access log) in Roster's LOG_FORMAT.
 
 Signals are granian's: SIGTERM or SIGINT stops accepting, lets every worker finish the requests it has
 started (up to GRANIAN_WORKERS_KILL_TIMEOUT seconds), then exits 0; SIGHUP replaces the workers one by
-one (forked again from this process, so with the code it loaded: a new release needs a restart).
+one, from a new zygote that imports the code on disk (so a new release is loaded without a restart; where
+there is no zygote, the workers are forked again from this process, with the code it loaded).
 """
 
 from __future__ import annotations
@@ -152,9 +156,16 @@ SECRET_VARIABLES = (
 )
 
 
+def worker_prepare() -> None:
+    """What the process the workers are forked from does first (the zygote, server/zygote.py)."""
+    preload()
+    environment_scrub()
+
+
 def environment_scrub() -> None:
-    """Drop the secret settings from the environment the workers inherit (after preload() read them: a
-    worker replaced on SIGHUP is forked from this process, with the settings it already holds)."""
+    """Drop the secret settings from the environment the workers inherit, once preload() has read them. It
+    runs where the workers are forked from: in a zygote (granian's supervisor keeps them for the next one),
+    or, without one, in the supervisor itself."""
     for name in SECRET_VARIABLES:
         os.environ.pop(name, None)
 
@@ -197,9 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     metrics_prepare()
-    preload()
-    environment_scrub()
     logging_use_roster_format()
+    from server import zygote
+
+    if zygote.subreaper_become():
+        zygote.use(prepare=worker_prepare)  # each start of workers imports the app in a zygote
+    else:
+        worker_prepare()  # imported here, and granian forks the workers from this process
     from granian.cli import cli
 
     # granian's own command, given Roster's defaults; it reads every GRANIAN_* variable itself.

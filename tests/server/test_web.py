@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from server import web
+from tests.server.webserver import web_env, web_start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +83,7 @@ def test_zero_workers_is_refused() -> None:
 PROBE = """
 import gc, os, sys
 from server import web
+from tests.server.webserver import web_env, web_start
 folder = web.metrics_prepare()
 web.preload()
 web.environment_scrub()
@@ -126,6 +127,7 @@ def test_without_a_broker_no_transport_is_loaded(tmp_path: Path) -> None:
 LIBRARIES = """
 import sys
 from server import web
+from tests.server.webserver import web_env, web_start
 web.metrics_prepare()
 web.preload()
 print("cryptography.fernet" in sys.modules, "jwt" in sys.modules)
@@ -163,25 +165,9 @@ def _get(port: int, path: str, token: str = "") -> tuple[int, dict[str, str], by
 
 
 def test_two_workers_log_json_answer_with_request_ids_add_up_on_metrics_and_stop_cleanly(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("GRANIAN_", "DJANGO_", "CELERY_", "DATABASE_"))},
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "false",
-        "SECRET_KEY": "web-test-secret-key-0123456789-abcdefghijklmnop",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
-        "METRICS_DIR": str(tmp_path / "metrics"),
-        "METRICS_TOKEN": "web-test-metrics-token",
-        "LOG_FORMAT": "json",
-    }
-    log = tmp_path / "web.log"
-    argv = [sys.executable, "-m", "server.web", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    env = web_env(tmp_path, METRICS_TOKEN="web-test-metrics-token", LOG_FORMAT="json")
+    started = web_start(tmp_path, workers=2, env=env)
+    process, port, log = started.process, started.port, started.log
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -218,26 +204,10 @@ def test_two_workers_log_json_answer_with_request_ids_add_up_on_metrics_and_stop
 
 def test_a_scim_request_served_by_granian_is_recorded_for_health_and_the_request_log(tmp_path: Path) -> None:
     """granian calls the body's close() only for bodies that are not lists: SCIM activity is recorded there."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("GRANIAN_", "DJANGO_", "CELERY_", "DATABASE_"))},
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "false",
-        "SECRET_KEY": "web-test-secret-key-0123456789-abcdefghijklmnop",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
-        "METRICS_DIR": str(tmp_path / "metrics"),
-        "API_KEYS": "web-test-api-key",
-        "SCIM_ACTIVITY_FLUSH_SECONDS": "0.1",
-    }
+    env = web_env(tmp_path, API_KEYS="web-test-api-key", SCIM_ACTIVITY_FLUSH_SECONDS="0.1")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=120)
-    log = tmp_path / "web.log"
-    argv = [sys.executable, "-m", "server.web", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    started = web_start(tmp_path, workers=1, env=env)
+    process, port, log = started.process, started.port, started.log
 
     def call(method: str, path: str, token: str, body: dict | None = None) -> tuple[int, dict]:
         data = json.dumps(body).encode() if body is not None else None

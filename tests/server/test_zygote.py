@@ -17,8 +17,6 @@ import pytest
 from server import zygote
 from tests.server.webserver import Started, web_env, web_start
 
-ROOT = Path(__file__).resolve().parents[2]
-
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the zygote is Linux's (a child subreaper, pidfds)")
 
 

@@ -12,7 +12,8 @@ Roster/Jackson ratio per phase and overall, and the peak memory of each system (
 then a summary of the highest concurrency: the overall ratio, every phase's ratio, Roster's write p99, the
 peak PSS of both systems and each system's CPU milliseconds per request (the system under test only:
 Roster's web server, Celery worker and its PostgreSQL backends; Jackson's node and its PostgreSQL backends).
-`--repeat N` runs N whole compares one after the other (fresh databases and processes each) and prints the
+Each round also logs that CPU per request phase by phase ("CPU ms per request, <phase>": where the CPU goes
+by request kind), kept in the results as `cpu_ms_per_request_by_phase`. `--repeat N` runs N whole compares one after the other (fresh databases and processes each) and prints the
 median of each summary figure. Results also go to bench/results/compare-<time>.json (git-ignored).
 Everything stops by itself.
 """
@@ -29,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,7 @@ from bench import systems
 from bench.httpclient import Client
 from bench.procs import CpuMeter, MemorySampler, Service, postgres_backends, process_tree, wait_http
 from bench.profiling import PhaseProfiler, recording
-from bench.stats import median_summary
+from bench.stats import PhaseResult, median_summary
 from bench.workload import Workload, WorkloadConfig, totals, write_p99_ms
 
 RESULTS = systems.BENCH / "results"
@@ -136,7 +138,9 @@ def run_one(
     meter = CpuMeter(groups)
     meter.start()
     prefix = f"{system.name}-c{concurrency}"
-    hooks = profiler.hooks(prefix) if profiler else None
+    phase_cpu: dict[str, dict[str, float]] = {}
+    system_groups = {k: v for k, v in groups.items() if k not in _HARNESS}
+    hooks = phase_cpu_hook(system_groups, phase_cpu, profiler.hooks(prefix) if profiler else None)
     with recording(profiler, f"{prefix}-celery", profiler.celery_pid if profiler else None):
         try:
             results = workload.run(log=log, phase_hook=hooks)
@@ -159,6 +163,9 @@ def run_one(
         "  CPU ms per request (of which kernel): "
         + ", ".join(f"{k} {v} ({kernel_per_request.get(k, 0.0)})" for k, v in cpu_per_request.items())
     )
+    by_phase = phase_cpu_per_request(results, phase_cpu)
+    for phase, shares in by_phase.items():
+        log(f"  CPU ms per request, {phase}: " + ", ".join(f"{k} {v}" for k, v in shares.items()))
     log(
         f"  webhooks: {webhooks['received']} received, {webhooks['valid']} valid, "
         f"{webhooks['expected_total']} expected (complete={webhooks['complete']}), lag {webhooks['lag_s']} s "
@@ -175,6 +182,37 @@ def run_one(
         "cpu_seconds": cpu,
         "cpu_ms_per_request": cpu_per_request,
         "kernel_cpu_ms_per_request": kernel_per_request,
+        "cpu_ms_per_request_by_phase": by_phase,
+    }
+
+
+def phase_cpu_hook(
+    groups: dict[str, Callable[[], list[int]]],
+    used: dict[str, dict[str, float]],
+    inner: Callable[[str, str], None] | None,
+) -> Callable[[str, str], None]:
+    """A workload phase hook that puts the CPU seconds of each process group during each phase in `used`
+    (and calls `inner`, the profiler's hook, when there is one). Webhooks a phase leaves to deliver are
+    counted in the phase during which they are delivered."""
+    meter = CpuMeter(groups)
+
+    def hook(name: str, edge: str) -> None:
+        if inner:
+            inner(name, edge)
+        if edge == "start":
+            meter.start()
+        else:
+            used[name] = meter.stop()
+
+    return hook
+
+
+def phase_cpu_per_request(results: list[PhaseResult], used: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """CPU milliseconds per request of each process group, by phase."""
+    return {
+        r.name: {group: round(seconds * 1000 / r.requests, 2) for group, seconds in used[r.name].items()}
+        for r in results
+        if r.requests and r.name in used
     }
 
 

@@ -13,8 +13,9 @@ then a summary of the highest concurrency: the overall ratio, every phase's rati
 peak PSS of both systems and each system's CPU milliseconds per request (the system under test only:
 Roster's web server, Celery worker and its PostgreSQL backends; Jackson's node and its PostgreSQL backends).
 Each round also logs that CPU per request phase by phase ("CPU ms per request, <phase>": where the CPU goes
-by request kind), kept in the results as `cpu_ms_per_request_by_phase`. `--repeat N` runs N whole compares one after the other (fresh databases and processes each) and prints the
-median of each summary figure. Results also go to bench/results/compare-<time>.json (git-ignored).
+by request kind), kept in the results as `cpu_ms_per_request_by_phase`. `--repeat N` runs N whole
+compares one after the other (fresh databases and processes each) and prints the median of each summary
+figure. Results also go to bench/results/compare-<time>.json (git-ignored).
 Everything stops by itself.
 """
 

@@ -5,7 +5,8 @@ the workers start sharing the launcher's pages and copy a page the first time th
 3.11 writes to every object a worker uses (its reference count; the bytecode of every function it runs
 specialises in place), so after its first requests each worker holds its own copy of the pages it uses,
 and the launcher keeps the original, which no process reads again (the launcher's own pages copied by
-both workers reached 22 MB after 2,000 users). Kept for memory: bench/README.md, "Code kept for speed", "Workers forked from a zygote".
+both workers reached 22 MB after 2,000 users). Kept for memory: bench/README.md, "Code kept for speed",
+"Workers forked from a zygote".
 
 How: the launcher (granian's supervisor) never imports the application. Whenever it starts workers (at
 start, on SIGHUP, to replace one that died), it forks a zygote. The zygote imports the application
@@ -49,9 +50,16 @@ def _prctl(option: int, value: int) -> bool:
 
 
 def subreaper_become() -> bool:
-    """Make this process adopt the orphans of its descendants; False where that is not possible (not Linux),
-    and then the launcher forks its workers itself, as granian does."""
-    return sys.platform == "linux" and hasattr(os, "pidfd_open") and _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    """Make this process adopt the orphans of its descendants; False where the zygote cannot work (not Linux,
+    or a sandbox that refuses pidfds, as a container's seccomp profile may), and then the launcher forks
+    its workers itself, as granian does."""
+    if sys.platform != "linux" or not hasattr(os, "pidfd_open"):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 class ZygoteFailed(RuntimeError):

@@ -140,3 +140,12 @@ def test_a_replacement_whose_import_fails_keeps_the_running_workers(caplog: pyte
         zygote.ZygoteServer._respawn_workers(server, [0, 1], None, None)  # noqa: SLF001
     assert server.wrks == running
     assert "Workers [1, 2] not replaced" in caplog.text
+
+
+def test_without_pidfds_the_launcher_does_not_become_a_subreaper(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(pid: int) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "pidfd_open", refused)
+    monkeypatch.setattr(zygote, "_prctl", lambda option, value: pytest.fail("prctl called"))
+    assert zygote.subreaper_become() is False

@@ -62,7 +62,14 @@ def seal(value: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _open_cached(key: str, token: str) -> str:
-    return _fernet(key).decrypt(token.encode()).decode()
+    """A sealed value opened (remembered: every request reads its directory's secrets), or
+    ImproperlyConfigured for one the key cannot open (not remembered: the cache keeps only results)."""
+    from cryptography.fernet import InvalidToken
+
+    try:
+        return _fernet(key).decrypt(token.encode()).decode()
+    except InvalidToken as exc:
+        raise ImproperlyConfigured("A stored secret cannot be decrypted with the current DB_ENCRYPTION_KEY.") from exc
 
 
 def unseal(stored: str) -> str:
@@ -71,12 +78,7 @@ def unseal(stored: str) -> str:
     key = settings.DB_ENCRYPTION_KEY
     if not key:
         raise ImproperlyConfigured("A stored secret is encrypted but DB_ENCRYPTION_KEY is not set.")
-    from cryptography.fernet import InvalidToken
-
-    try:
-        return _open_cached(key, stored[len(PREFIX) :])
-    except InvalidToken as exc:
-        raise ImproperlyConfigured("A stored secret cannot be decrypted with the current DB_ENCRYPTION_KEY.") from exc
+    return _open_cached(key, stored[len(PREFIX) :])
 
 
 class EncryptedTextField(models.TextField):

@@ -94,11 +94,18 @@ class Child:
         """Nothing to do: the zygote started it."""
 
     def join(self, timeout: float | None = None) -> None:
-        if self.exitcode is None and select.select([self._fd], [], [], timeout)[0]:
+        if self.exitcode is None and self._exited(timeout):
             self._reap()
 
     def is_alive(self) -> bool:
-        return self.exitcode is None and not select.select([self._fd], [], [], 0)[0]
+        return self.exitcode is None and not self._exited(0)
+
+    def _exited(self, timeout: float | None) -> bool:
+        """Whether the process has exited, waiting up to `timeout` seconds (None: until it does). A pidfd
+        reads as ready once its process is gone."""
+        waiter = select.poll()
+        waiter.register(self._fd, select.POLLIN)
+        return bool(waiter.poll(None if timeout is None else max(0, int(timeout * 1000))))
 
     def terminate(self) -> None:
         self._signal(signal.SIGTERM)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,6 +41,7 @@ from restapi import openapi_common as doc
 from restapi import openapi_directories as directories_doc
 from restapi import openapi_scim_activity as scim_doc
 from restapi.apikeys import ApiKeyAuthentication, actor_of
+from restapi.openapi_marks import extend_schema
 from restapi.renderers import OrjsonRenderer
 
 

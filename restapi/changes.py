@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -13,6 +12,7 @@ from directories.selectors import directory_get
 from restapi import openapi_common as doc
 from restapi import openapi_feed as feed_doc
 from restapi.apis import ApiView
+from restapi.openapi_marks import extend_schema
 from webhooks.feed import FEED_LIMIT_DEFAULT, FEED_LIMIT_MAX, feed_read
 from webhooks.rendering import change_data, feed_head_data
 from webhooks.selectors import events_deliveries

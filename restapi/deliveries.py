@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -14,6 +13,7 @@ from directories.selectors import directory_get
 from restapi import openapi_common as doc
 from restapi import openapi_deliveries as deliveries_doc
 from restapi.apis import ApiView
+from restapi.openapi_marks import extend_schema
 from webhooks.models import WebhookDelivery
 from webhooks.rendering import delivery_data
 from webhooks.selectors import delivery_list

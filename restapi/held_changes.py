@@ -3,7 +3,6 @@ them, `…/held-changes/approve` and `…/held-changes/discard` to resolve them.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,6 +15,7 @@ from restapi import openapi_common as doc
 from restapi import openapi_held_changes as held_doc
 from restapi.apikeys import actor_of
 from restapi.apis import ApiView, directory_or_404
+from restapi.openapi_marks import extend_schema
 
 
 class HeldChangesApi(ApiView):

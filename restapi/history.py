@@ -4,7 +4,6 @@ and the portal."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,6 +15,7 @@ from history.reading import diff_answer, groups_answer, members_answer, users_an
 from restapi import openapi_common as doc
 from restapi import openapi_history as history_doc
 from restapi.apis import ApiView
+from restapi.openapi_marks import extend_schema
 
 
 def _directory(request: Request, directory_id: str) -> Directory:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import get_resolver
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.renderers import (
     OpenApiJsonRenderer,
@@ -33,6 +35,7 @@ from core.errors import ValidationFailed
 from core.requestid import HEADER
 from directories.mapping import ATTRIBUTE_MAP_MAX, GROUP_KEY_MAX, NAME_MAX, PATH_MAX, ROLE_MAP_MAX, ROLE_MAX
 from directories.services import SCIM_RATE_LIMIT_MAX, SCIM_RATE_LIMIT_MIN
+from restapi import openapi_marks
 from restapi.apikeys import ApiKeyAuthentication
 from restapi.openapi_common import errors
 from restapi.renderers import OrjsonRenderer
@@ -178,6 +181,15 @@ SCHEMA_FORMATS = ("json", "yaml")
 _DOCUMENT = {"type": "object", "description": "The OpenAPI 3 document."}
 
 
+class RestSchemaGenerator(SchemaGenerator):
+    """drf-spectacular's generator, once the views' notes (restapi.openapi_marks) are applied."""
+
+    def get_schema(self, request: Any = None, public: bool = False) -> dict[str, Any]:
+        get_resolver().url_patterns  # noqa: B018 - every view module imported, every note taken
+        openapi_marks.apply()
+        return super().get_schema(request=request, public=public)
+
+
 class RestSchemaView(EnvelopeOnly, SpectacularAPIView):
     """GET /api/v1/schema: the OpenAPI document of the REST API.
 
@@ -189,6 +201,7 @@ class RestSchemaView(EnvelopeOnly, SpectacularAPIView):
 
     authentication_classes = [ApiKeyAuthentication]
     permission_classes: list = []
+    generator_class = RestSchemaGenerator
     renderer_classes = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]
     custom_settings = {
         "PREPROCESSING_HOOKS": ["restapi.openapi.only_rest_api"],

@@ -3,7 +3,6 @@ events of a directory, asked for explicitly and audited with the API key's name.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,6 +14,7 @@ from restapi import openapi_common as doc
 from restapi import openapi_resends as resends_doc
 from restapi.apikeys import actor_of
 from restapi.apis import ApiView
+from restapi.openapi_marks import extend_schema
 from webhooks.services import RESEND_MAX, changes_resend, changes_resend_input
 
 

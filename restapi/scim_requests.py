@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,6 +14,7 @@ from directories.selectors import directory_get
 from restapi import openapi_common as doc
 from restapi import openapi_scim_activity as scim_doc
 from restapi.apis import ApiView
+from restapi.openapi_marks import extend_schema
 
 
 class DirectoryScimRequestsApi(ApiView):

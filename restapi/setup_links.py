@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,6 +15,7 @@ from restapi import openapi_common as doc
 from restapi import openapi_setup_links as links_doc
 from restapi.apikeys import actor_of
 from restapi.apis import ApiView, directory_or_404
+from restapi.openapi_marks import extend_schema
 from setuplinks.rendering import setup_link_data
 from setuplinks.selectors import setup_link_get, setup_link_list
 from setuplinks.services import setup_link_create, setup_link_input, setup_link_revoke

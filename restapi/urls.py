@@ -13,6 +13,12 @@ of chosen events (restapi.resends), `<directory_id>/setup-links` the directory's
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.urls import path
 
 from restapi import apis, users_groups
@@ -20,7 +26,6 @@ from restapi.changes import DirectoryChangesApi
 from restapi.deliveries import DirectoryEventsApi
 from restapi.held_changes import HeldChangesApi, HeldChangesApproveApi, HeldChangesDiscardApi
 from restapi.history import HistoryDiffApi, HistoryGroupMembersApi, HistoryGroupsApi, HistoryUsersApi
-from restapi.openapi import RestSchemaView
 from restapi.resends import ChangesResendApi
 from restapi.scim_requests import DirectoryScimRequestsApi
 from restapi.setup_links import SetupLinkApi, SetupLinksApi
@@ -31,6 +36,36 @@ from restapi.webhook_endpoints import (
     WebhookEndpointSecretApi,
     WebhookEndpointTestApi,
 )
+
+
+class SchemaRoute:
+    """GET /api/v1/schema: restapi.openapi.RestSchemaView, imported at the document's first request.
+
+    The view module brings drf-spectacular's generator and renderers, and they bring django.test, unittest
+    and PyYAML: about 6 MB that every web worker would hold for a route it rarely serves (with
+    restapi.openapi_marks; bench/README.md, "Code kept for speed"). `cls` and `initkwargs` (DRF) and
+    `view_class` and `view_initkwargs` (Django) are what `as_view()` puts on a view, so the document's
+    generator and anything else that looks at the route see the view class, imported when asked for.
+    """
+
+    csrf_exempt = True
+    initkwargs: dict[str, Any] = {}
+    view_initkwargs: dict[str, Any] = {}
+
+    @property
+    def cls(self) -> type:
+        from restapi.openapi import RestSchemaView
+
+        return RestSchemaView
+
+    view_class = cls
+
+    @cached_property
+    def view(self) -> Callable[..., HttpResponseBase]:
+        return self.cls.as_view()
+
+    def __call__(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return self.view(request, *args, **kwargs)
 
 
 def _routes(prefix: str, suffix: str) -> list:
@@ -59,7 +94,7 @@ def _routes(prefix: str, suffix: str) -> list:
 urlpatterns = [
     *_routes("api/v1/directory-sync", ""),
     *_routes("api/v1/dsync", "-dsync"),
-    path("api/v1/schema", RestSchemaView.as_view(), name="rest-schema"),
+    path("api/v1/schema", SchemaRoute(), name="rest-schema"),
     path("api/v1/directory-sync/<str:directory_id>/events", DirectoryEventsApi.as_view(), name="directory-events"),
     path("api/v1/dsync/<str:directory_id>/events", DirectoryEventsApi.as_view(), name="dsync-directory-events"),
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -31,6 +30,7 @@ from directories.selectors import (
 from restapi import openapi_common as doc
 from restapi import openapi_users_groups as users_groups_doc
 from restapi.apis import ApiView, directory_or_404, tenant_product
+from restapi.openapi_marks import extend_schema
 
 
 def _directory_filter(request: Request, tenant: str, product: str) -> Directory | None:

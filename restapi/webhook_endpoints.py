@@ -4,7 +4,7 @@ name (the services record it)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,6 +15,7 @@ from restapi import openapi_common as doc
 from restapi import openapi_webhook_endpoints as endpoints_doc
 from restapi.apikeys import actor_of
 from restapi.apis import ApiView
+from restapi.openapi_marks import extend_schema
 from webhooks.models import WebhookEndpoint
 from webhooks.rendering import endpoint_data, endpoint_delivery_data
 from webhooks.selectors import endpoint_deliveries, endpoint_get, endpoint_list

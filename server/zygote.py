@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import select
 import signal
@@ -136,6 +137,11 @@ class Zygote:
         self._answers, answers_out = os.pipe()
         self._lock = threading.Lock()
         self._reaped = False
+        # The launcher's own objects (granian, asyncio, logging: about 12 MB) are shared with the zygote and
+        # so with the workers, until a collection writes to their headers. Frozen, the zygote's collections
+        # (and the workers') leave them be, and those pages stay shared by all of them.
+        gc.collect()
+        gc.freeze()
         self.pid = os.fork()
         if self.pid == 0:  # the zygote; it never returns from here
             os.close(self._orders)

@@ -213,3 +213,30 @@ def test_schema_documents_every_error_in_the_envelope_with_its_headers(api_clien
     patch = doc["paths"]["/api/v1/directory-sync/{directory_id}"]["patch"]
     body_ref = patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert doc["components"]["schemas"][body_ref]["additionalProperties"] is False
+
+
+def test_the_views_notes_are_applied_once_and_the_document_is_the_same_each_time() -> None:
+    # restapi.openapi_marks: the views' extend_schema arguments wait until a document is built.
+    from restapi import openapi_marks
+    from restapi.openapi import rest_document
+
+    first = rest_document()
+    assert openapi_marks._noted == []  # noqa: SLF001 - every note handed over
+    assert rest_document() == first
+    assert first["paths"]["/api/v1/directory-sync"]["get"]["operationId"] == "directories_list"
+    assert first["paths"]["/api/v1/schema"]["get"]["operationId"] == "schema_get"
+
+
+def test_a_note_taken_after_a_document_is_applied_by_the_next() -> None:
+    from restapi import openapi_marks
+
+    def method() -> None:
+        pass
+
+    assert openapi_marks.extend_schema(operation_id="later")(method) is method
+    assert not hasattr(method, "kwargs")
+    openapi_marks.apply()
+    from drf_spectacular.openapi import AutoSchema
+
+    schema = method.kwargs["schema"]  # type: ignore[attr-defined] - drf-spectacular's mark on a method
+    assert issubclass(schema, AutoSchema) and schema is not AutoSchema

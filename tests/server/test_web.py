@@ -140,6 +140,20 @@ def test_cryptography_is_loaded_before_the_fork_only_with_an_encryption_key(tmp_
     assert _probe(tmp_path, LIBRARIES, DB_ENCRYPTION_KEY="web-test-encryption-key-0123456789") == "True False"
 
 
+OPENAPI = """
+import sys
+from server import web
+web.metrics_prepare()
+web.preload()
+print(*(name in sys.modules for name in ("drf_spectacular.openapi", "django.test", "restapi.openapi")))
+"""
+
+
+def test_the_openapi_machinery_is_not_loaded_before_the_fork(tmp_path: Path) -> None:
+    # It (with django.test and unittest) is imported at the first GET /api/v1/schema (restapi.urls).
+    assert _probe(tmp_path, OPENAPI) == "False False False"
+
+
 def test_the_metrics_folder_is_emptied_and_gone_celery_workers_removed(tmp_path: Path) -> None:
     (tmp_path / "web").mkdir()
     (tmp_path / "web" / "counter_1.db").write_bytes(b"old")

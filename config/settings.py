@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging.config
+
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import BASE_DIR, env, require
@@ -266,6 +268,12 @@ METRICS_DIR = env.str("METRICS_DIR", default="") or str(metricsdir.default_base(
 ROSTER_REVISION = env.str("ROSTER_REVISION", default="")
 
 LOGGING = logging_config(LOG_FORMAT, env.str("LOG_LEVEL", default="INFO"))
+# Applied here rather than by django.setup(), which would first apply Django's DEFAULT_LOGGING: its
+# mail_admins handler imports the debug and generic views (with the template tags and the paginator) into
+# every process, about 2 MB each, for mail Roster never sends (no ADMINS), and its console handler
+# doubled the django.* lines under DEBUG.
+LOGGING_CONFIG = None
+logging.config.dictConfig(LOGGING)
 
 # (Without DB_ENCRYPTION_KEY, operations.apps warns at start, once logging is configured in LOG_FORMAT.)
 AUTH_USER_MODEL = "adminauth.AdminUser"

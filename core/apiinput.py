@@ -21,14 +21,16 @@ import re
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.core.exceptions import RequestDataTooBig
-from rest_framework.request import Request
 
 from core.errors import RosterError, ValidationFailed
 from core.text import INT_MAX, json_problem, text_problem
+
+if TYPE_CHECKING:  # only named in annotations: the Celery worker (directories.guard) imports this module
+    from rest_framework.request import Request
 
 PAGE_LIMIT_DEFAULT = 100
 PAGE_LIMIT_MAX = 1000

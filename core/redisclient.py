@@ -33,5 +33,6 @@ def redis_client(url: str, *, connect_timeout: float, command_timeout: float) ->
         # RESP2, which every Redis speaks, and no HELLO or CLIENT SETINFO round trips when a connection
         # opens: AUTH and SELECT from the URL are all it needs.
         protocol=2,
-        driver_info=None,
+        lib_name=None,
+        lib_version=None,
     )

@@ -270,8 +270,9 @@ ROSTER_REVISION = env.str("ROSTER_REVISION", default="")
 LOGGING = logging_config(LOG_FORMAT, env.str("LOG_LEVEL", default="INFO"))
 # Applied here rather than by django.setup(), which would first apply Django's DEFAULT_LOGGING: its
 # mail_admins handler imports the debug and generic views (with the template tags and the paginator) into
-# every process, about 2 MB each, for mail Roster never sends (no ADMINS), and its console handler
-# doubled the django.* lines under DEBUG.
+# every process (about 1 MB of the Celery worker's PSS), for mail Roster never sends (no ADMINS), and its
+# console handler doubled the django.* lines under DEBUG. Its one other effect, django.* held at INFO, is
+# kept in core.logformat.logging_config.
 LOGGING_CONFIG = None
 logging.config.dictConfig(LOGGING)
 

@@ -100,6 +100,9 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
         },
         "root": {"handlers": ["console"], "level": level},
         "loggers": {
+            # At INFO whatever LOG_LEVEL says, as Django's own defaults had it: under DEBUG,
+            # django.db.backends logs every SQL statement with its parameters at DEBUG.
+            "django": {"level": "INFO"},
             # Request lines carry SCIM filter strings (userName values are PII, RFC 7644 §7.5.2).
             "django.server": {"level": "WARNING"},
             # 4xx answers (every SCIM 404 for a deleted user, Okta's probes) would log a WARNING with the

@@ -42,7 +42,7 @@ class SchemaRoute:
     """GET /api/v1/schema: restapi.openapi.RestSchemaView, imported at the document's first request.
 
     The view module brings drf-spectacular's generator and renderers, and they bring django.test, unittest
-    and PyYAML: about 6 MB that every web worker would hold for a route it rarely serves (with
+    and PyYAML: about 2 MB of PSS in every web worker for a route it rarely serves (with
     restapi.openapi_marks; bench/README.md, "Code kept for speed"). `cls` and `initkwargs` (DRF) and
     `view_class` and `view_initkwargs` (Django) are what `as_view()` puts on a view, so the document's
     generator and anything else that looks at the route see the view class, imported when asked for.

@@ -15,5 +15,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 # Roster's own packages compiled to bytecode here: where PYTHONDONTWRITEBYTECODE is set Python never writes
-# it, and every process would compile them again at start (slower, and about 0.7 MB more memory in each).
+# it, and every process would compile them again at start (slower, and with a larger heap).
 .venv/bin/python -m compileall -q -j 0 $(for d in */__init__.py; do dirname "$d"; done) >/dev/null

@@ -137,7 +137,7 @@ class Zygote:
         self._answers, answers_out = os.pipe()
         self._lock = threading.Lock()
         self._reaped = False
-        # The launcher's own objects (granian, asyncio, logging: about 12 MB) are shared with the zygote and
+        # The launcher's own objects (granian, asyncio, logging) are shared with the zygote and
         # so with the workers, until a collection writes to their headers. Frozen, the zygote's collections
         # (and the workers') leave them be, and those pages stay shared by all of them.
         gc.collect()

@@ -50,11 +50,6 @@ class DirectoryUser(models.Model):
             models.Index(fields=["directory", "created_at", "id"], name="user_directory_order"),
             models.Index(fields=["directory", "external_id"], name="user_directory_external_id"),
             models.Index(fields=["directory", "email_key"], name="user_directory_email_key"),
-            # The deprovision guard counts a directory's active users, up to a number, under the directory's
-            # lock (scim.storage.guard): this index stops that count at the number instead of visiting
-            # every user of the directory (1.2 ms against 0.14 for 801 of 1,800 users, bench/README.md,
-            # "Code kept for speed", "Deprovisions in two statements").
-            models.Index(fields=["directory"], condition=models.Q(active=True), name="user_directory_active"),
         ]
 
     # Not a column: the user's groups as [(group id, displayName)] in membership order, set by the reads
@@ -113,22 +108,27 @@ class GroupMembership(models.Model):
 
 
 class UserTally(models.Model):
-    """How many users were ever created in and deleted from a directory, summed over a few rows.
+    """How many users were ever created in and deleted from a directory, and how many are active,
+    summed over a few rows.
 
-    On PostgreSQL, statement triggers (migration 0003) keep these rows as users are inserted and
-    deleted, by any path: SCIM, bulk inserts, the cascade of a directory delete. A list page then
-    reads `SUM(created - deleted)` over at most `SHARDS` rows instead of counting the directory's
-    users, and the pair of sums changes whenever the set of users does, which is what tells
-    `directories.pages` that its position marks are stale. Each database session adds to its own shard
-    (backend pid modulo `SHARDS`), so concurrent creates in one directory do not queue on one row.
-    A counter kept by the database, not business logic: nothing else is decided here. Other
-    databases (SQLite) have no triggers and no rows here; their pages count.
+    On PostgreSQL, triggers (migrations 0003 and 0013) keep these rows as users are inserted, deleted
+    and turned active or inactive, by any path: SCIM, bulk inserts and updates, the cascade of a
+    directory delete. A list page then reads `SUM(created - deleted)` over at most `SHARDS` rows instead
+    of counting the directory's users, and the pair of sums changes whenever the set of users does, which
+    is what tells `directories.pages` that its position marks are stale. `SUM(active)` is the number of
+    active users, which the deprovision guard weighs each deprovision against under the directory's lock
+    (scim.storage.guard): a read of at most `SHARDS` rows, whatever the directory's size. Each database
+    session adds to its own shard (backend pid modulo `SHARDS`), so concurrent writes in one directory do
+    not queue on one row. Every trigger runs at the end of its statement, after the events' counter of
+    docs/events.md, as they all have since the tally exists. A counter kept by the database, not business
+    logic: nothing else is decided here. Other databases (SQLite) have no triggers and no rows here; their
+    pages and the guard count.
 
     The foreign key is declared in SQL (deferrable, ON DELETE CASCADE) so that deleting a directory
     drops its tally after the cascade of its users has updated it; Django leaves the rows alone.
     """
 
-    SHARDS = 16  # written as a literal in the triggers of migration 0003
+    SHARDS = 16  # written as a literal in the triggers of migrations 0003 and 0013
 
     pk = models.CompositePrimaryKey("directory", "shard")
     directory = models.ForeignKey(
@@ -137,6 +137,9 @@ class UserTally(models.Model):
     shard = models.SmallIntegerField()
     created = models.BigIntegerField(default=0)
     deleted = models.BigIntegerField(default=0)
+    # This shard's share of the active users: +1 per active user inserted or turned active, -1 per active
+    # user deleted or turned inactive (so one shard may be negative; the sum never is).
+    active = models.BigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"{self.directory_id}/{self.shard}: +{self.created} -{self.deleted}"

@@ -46,7 +46,15 @@ from core.rows import RowReader, RowWriter
 from directories.guard import rules
 from directories.guard.rules import active_needed, guard_setting, trips, window_since
 from directories.guard.selectors import directory_guard_lock, held_view, user_name_taken, window_deprovisions
-from directories.models import Deprovision, Directory, DirectoryUser, GroupMembership, HeldChange, HeldChangeKind
+from directories.models import (
+    Deprovision,
+    Directory,
+    DirectoryUser,
+    GroupMembership,
+    HeldChange,
+    HeldChangeKind,
+    UserTally,
+)
 from directories.outbox import outbox
 from directories.rendering import directory_public_data, user_event, user_updated
 from scim.protocol.errors import not_found, uniqueness
@@ -267,12 +275,25 @@ def _record(directory_id: uuid.UUID, now: datetime) -> None:
 
 
 def _active_users(directory_id: uuid.UUID, limit: int) -> int:
-    """The directory's active users (the application's view), counted up to `limit` only."""
-    inner = _active.sql('{table}."directory_id" = %s AND {table}."active" = %s', suffix=" LIMIT %s")
-    params = [_active.param("directory_id", directory_id), _active.param("active", True), limit]
+    """The directory's active users (the application's view): on PostgreSQL the tally's sum (`_ACTIVE`), its
+    constant cost; elsewhere counted up to `limit` only."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM ({inner}) t", params)  # noqa: S608
+        if connection.vendor == "postgresql":
+            cursor.execute(_ACTIVE, [_active.param("directory_id", directory_id)])
+        else:
+            inner = _active.sql('{table}."directory_id" = %s AND {table}."active" = %s', suffix=" LIMIT %s")
+            params = [_active.param("directory_id", directory_id), _active.param("active", True), limit]
+            cursor.execute(f"SELECT COUNT(*) FROM ({inner}) t", params)  # noqa: S608
         return int(cursor.fetchone()[0])
+
+
+# PostgreSQL: the directory's active users, from the tally its triggers keep (directories.models.UserTally):
+# at most UserTally.SHARDS rows, however large the directory and the window. Its snapshot is the
+# statement's, as a count of the users would be: what committed before it, and none of its own changes.
+_ACTIVE = (
+    f"SELECT COALESCE(SUM({q('active')}), 0) FROM {q(UserTally._meta.db_table)} "  # noqa: S608
+    f"WHERE {q('directory_id')} = %s"
+)
 
 
 # --- PostgreSQL outside a transaction: a deprovision the guard lets through, in two statements --------------
@@ -334,16 +355,10 @@ def _within_limits_sql(
 ) -> tuple[str, list[Any]]:
     """PostgreSQL: the INSERT of a deprovision into the window only if it stays within the guard's limits,
     all of `rules.trips` in SQL: the window holds fewer than `max_users`, or with this one it stays within
-    `max_percent` of the directory's users (active now, plus those the window counts). Active users are
-    counted only up to what `rules.active_needed` asks, so the cost follows the window, not the directory.
-    When it would trip, it inserts nothing and the locked path decides (`_admit`)."""
-    percent = setting["max_percent"]
+    `max_percent` of the directory's users (active now, from the tally: `_ACTIVE`, plus those the window
+    counts). When it would trip, it inserts nothing and the locked path decides (`_admit`)."""
     window = _window.count_sql('{table}."directory_id" = %s AND {table}."at" > %s')
-    needed = "GREATEST(0, CEIL(CAST((w.c + 1) * 100 - %s * w.c AS numeric) / %s))"
-    active = _active.sql(
-        '{table}."directory_id" = %s AND {table}."active" = %s', suffix=f" LIMIT CAST({needed} AS bigint)"
-    )
-    within = f"(w.c < %s OR (w.c + 1) * 100 <= %s * (w.c + (SELECT COUNT(*) FROM ({active}) t))) AND {only_if[0]}"  # noqa: S608
+    within = f"(w.c < %s OR (w.c + 1) * 100 <= %s * (w.c + ({_ACTIVE}))) AND {only_if[0]}"
     sql, values = _window_rows.insert_sql(
         Deprovision(directory_id=directory_id, at=now), where=within, source=f"({window}) w(c)"
     )
@@ -352,11 +367,8 @@ def _within_limits_sql(
         _window.param("directory_id", directory_id),
         _window.param("at", since),
         setting["max_users"],
-        percent,
-        _active.param("directory_id", directory_id),
-        _active.param("active", True),
-        percent,
-        percent,
+        setting["max_percent"],
+        _window.param("directory_id", directory_id),
         *only_if[1],
     ]
 

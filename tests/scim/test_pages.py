@@ -1,5 +1,6 @@
 """Unfiltered user pages on PostgreSQL, SCIM and REST (directories.pages): totalResults from the tally
-kept by triggers, deep pages from position marks. Every page is compared with what COUNT(*) and OFFSET give for the same
+kept by triggers, deep pages from position marks; and the tally's active users, which the deprovision guard
+reads (scim.storage.guard). Every page is compared with what COUNT(*) and OFFSET give for the same
 directory, before and after the directory changes. On SQLite these skip (no triggers; pages count)."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from directories import pages
 from directories.models import Directory, DirectoryUser, UserTally
 from directories.services import directory_create
 from tests.actors import TEST_ACTOR
-from tests.scim.conftest import Scim, user_body
+from tests.scim.conftest import PATCH_URN, Scim, user_body
 
 pytestmark = [pytest.mark.postgres]
 
@@ -38,6 +39,14 @@ def _small_marks(monkeypatch: pytest.MonkeyPatch) -> None:
 def _tally(directory: Directory) -> int:
     sums = UserTally.objects.filter(directory=directory).aggregate(c=Sum("created"), d=Sum("deleted"))
     return (sums["c"] or 0) - (sums["d"] or 0)
+
+
+def _active_tally(directory: Directory) -> int:
+    return UserTally.objects.filter(directory=directory).aggregate(a=Sum("active"))["a"] or 0
+
+
+def _active_counted(directory: Directory) -> int:
+    return DirectoryUser.objects.filter(directory=directory, active=True).count()
 
 
 def _expected(directory: Directory) -> list[str]:
@@ -96,6 +105,46 @@ def test_the_tally_follows_bulk_inserts_deletes_and_the_locked_path(scim_a: Scim
     assert _tally(scim_a.directory) == 6 == DirectoryUser.objects.filter(directory=scim_a.directory).count()
     assert _tally(scim_b.directory) == 2
     assert _page(scim_a, 1, 0) == (6, [])  # count=0: totalResults only
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_active_tally_follows_every_scim_change_of_active(scim_a: Scim, scim_b: Scim) -> None:
+    """What the deprovision guard weighs a deprovision against: creates active and inactive, deactivations
+    in Okta's and Entra's forms, a reactivation, a PUT that resends `active` unchanged, deletes of an active
+    and of an inactive user, all committed one by one as identity providers send them."""
+    a = [scim_a.post("/Users", user_body(f"a{i}@x.io"))[1]["id"] for i in range(6)]
+    scim_a.post("/Users", user_body("off@x.io", active=False))
+    scim_b.post("/Users", user_body("b@x.io"))
+    assert _active_tally(scim_a.directory) == 6 == _active_counted(scim_a.directory)
+    okta = {"schemas": [PATCH_URN], "Operations": [{"op": "replace", "value": {"active": False}}]}
+    entra = {"schemas": [PATCH_URN], "Operations": [{"op": "Replace", "path": "active", "value": "False"}]}
+    assert scim_a.patch(f"/Users/{a[0]}", okta)[0] == 200
+    assert scim_a.patch(f"/Users/{a[1]}", entra)[0] == 200
+    assert scim_a.patch(f"/Users/{a[1]}", entra)[0] == 200  # already inactive: counted once
+    assert _active_tally(scim_a.directory) == 4 == _active_counted(scim_a.directory)
+    assert scim_a.put(f"/Users/{a[0]}", user_body("a0@x.io", active=True))[0] == 200  # back
+    assert scim_a.put(f"/Users/{a[2]}", user_body("renamed@x.io", active=True))[0] == 200  # unchanged
+    assert _active_tally(scim_a.directory) == 5 == _active_counted(scim_a.directory)
+    assert scim_a.delete(f"/Users/{a[3]}")[0] == 204  # active
+    assert scim_a.delete(f"/Users/{a[1]}")[0] == 204  # inactive
+    assert _active_tally(scim_a.directory) == 4 == _active_counted(scim_a.directory)
+    assert _active_tally(scim_b.directory) == 1
+
+
+@pytest.mark.django_db
+def test_the_active_tally_follows_bulk_writes_in_one_transaction(scim_a: Scim, scim_b: Scim) -> None:
+    _bulk_users(scim_a.directory, 6, "a")
+    DirectoryUser.objects.bulk_create(
+        DirectoryUser(directory=scim_a.directory, user_name=f"off{i}@x.io", user_name_key=f"off{i}@x.io", active=False)
+        for i in range(3)
+    )
+    _bulk_users(scim_b.directory, 2, "b")
+    # One statement turning several users of two directories, some of them already inactive.
+    DirectoryUser.objects.filter(user_name__in=["a0@x.io", "a1@x.io", "off0@x.io", "b0@x.io"]).update(active=False)
+    DirectoryUser.objects.filter(user_name__in=["off1@x.io", "off2@x.io"]).update(active=True)
+    DirectoryUser.objects.filter(directory=scim_a.directory, user_name__in=["a2@x.io", "off0@x.io"]).delete()
+    assert _active_tally(scim_a.directory) == 5 == _active_counted(scim_a.directory)
+    assert _active_tally(scim_b.directory) == 1 == _active_counted(scim_b.directory)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -171,6 +220,18 @@ def test_the_backfill_counts_users_that_predate_the_triggers(scim_a: Scim) -> No
         cursor.execute(migration.BACKFILL, None)
     assert _tally(scim_a.directory) == 4
     assert _page(scim_a, 1, 100)[0] == 4
+
+
+@pytest.mark.django_db
+def test_the_active_backfill_counts_active_users_that_predate_the_triggers(scim_a: Scim) -> None:
+    migration = importlib.import_module("directories.migrations.0013_user_tally_active")
+    _bulk_users(scim_a.directory, 4, "a")
+    DirectoryUser.objects.filter(user_name="a0@x.io").update(active=False)
+    UserTally.objects.filter(directory=scim_a.directory).update(active=0)
+    with connection.cursor() as cursor:
+        cursor.execute(migration.BACKFILL, None)
+    assert _active_tally(scim_a.directory) == 3
+    assert _tally(scim_a.directory) == 4  # the pair the pages read is left as it was
 
 
 def test_marks_of_unknown_directories_do_not_grow_without_bound() -> None:

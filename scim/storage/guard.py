@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from django.db import connection
+from django.db import OperationalError, connection
 
 from core.requestid import scope_current
 from core.rows import RowReader, RowWriter
@@ -311,8 +311,9 @@ def counted(
     and the directory's locks (`_locks`), then the guard's record with the write and its event (a delete
     when `user` is None, else the update of `before` into `user`, the columns `names`). None, with nothing
     written, when the record was not made: the user changed since it was read, has changes held or is gone;
-    the guard was changed, turned off or tripped since authentication read it; or this deprovision would
-    trip it. The caller then goes the locked path, where the guard decides (`deactivate`, `delete`).
+    the guard was changed, turned off or tripped since authentication read it; this deprovision would
+    trip it; or PostgreSQL cancelled the transaction to break a deadlock. The caller then goes the locked
+    path, where the guard decides (`deactivate`, `delete`).
 
     The directory's lock serializes the directory's deprovisions, so nothing waits on this process while it
     is held: the change, its event and the record (`_guessed_counting`, from the guard as authentication
@@ -387,6 +388,7 @@ def _unchanged_sql(directory: Directory, user: DirectoryUser, read_at: Any) -> t
 
 
 _users = RowWriter(DirectoryUser)
+DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
 
 
 def _locks(
@@ -395,8 +397,9 @@ def _locks(
     """Lock the user's row (FOR UPDATE for a delete, else FOR NO KEY UPDATE, as scim.selectors does), then
     the directory's (FOR NO KEY UPDATE, as `_admit` does), in the order every deprovision takes them (the
     lateral subquery depends on the user's row), then run `then`: two statements in one pipeline and one
-    transaction; returns `then`'s rows. The server runs them in order, `then` with a snapshot taken after
-    the locks were granted, so its count of the window sees every deprovision committed before."""
+    transaction; returns `then`'s rows (none when PostgreSQL cancelled it to break a deadlock). The server
+    runs them in order, `then` with a snapshot taken after the locks were granted, so its count of the
+    window sees every deprovision committed before."""
     users, directories = q(DirectoryUser._meta.db_table), q(Directory._meta.db_table)
     lock = "UPDATE" if delete else "NO KEY UPDATE"
     sql = (
@@ -408,9 +411,18 @@ def _locks(
     with connection.cursor() as first, connection.cursor() as second:
         # Outside a transaction block (autocommit), statements sent in one pipeline up to its end are one
         # implicit transaction. An error raises as Django's, as from a cursor, with nothing written.
-        with connection.wrap_database_errors, connection.connection.pipeline():
-            first.execute(sql, [user.id, directory.id, directory.id])
-            second.execute(*then)
+        try:
+            with connection.wrap_database_errors, connection.connection.pipeline():
+                first.execute(sql, [user.id, directory.id, directory.id])
+                second.execute(*then)
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) == DEADLOCK:
+                # PostgreSQL broke a lock cycle by cancelling this transaction, which wrote nothing: the
+                # users' tally (taken at the statement's end, after the events' counter) against a
+                # transaction of the locked path that holds the same tally row and waits for the counter.
+                # The caller redoes the deprovision on the locked path, as for any race it lost.
+                return []
+            raise
         return second.fetchall()
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from django.db import connection, transaction
+from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from directories.models import Deprovision, Directory, DirectoryGroup, DirectoryUser, GroupMembership, HeldChange
@@ -365,6 +366,72 @@ def test_a_counted_deprovision_sends_its_two_statements_in_one_pipeline(
     assert not DirectoryUser.objects.filter(pk=ids[1]).exists()
     assert Deprovision.objects.filter(directory=scim_hooked.directory).count() == 2
     assert [t for t, _ in _events(scim_hooked.directory)][-2:] == ["user.updated", "user.deleted"]
+
+
+def test_a_deprovision_cancelled_to_break_a_deadlock_is_redone_on_the_locked_path(
+    scim_hooked: Scim, kicks: list
+) -> None:
+    """The one lock the two statements take after the events' counter is the users' tally row of their
+    session (its trigger runs at the statement's end). A transaction holding that row and then asking for
+    the counter closes a cycle; PostgreSQL cancels the deprovision's transaction (here its deadlock_timeout
+    is the shorter), which wrote nothing, and the store redoes it on the locked path: one change, one event."""
+    import threading
+
+    import psycopg
+
+    from directories.models import UserTally
+
+    ids = [scim_hooked.post("/Users", user_body(f"d{i}@x.io"))[1]["id"] for i in range(3)]
+    directory = scim_hooked.directory
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+        cursor.execute("SET deadlock_timeout = '500ms'")
+    db = connection.settings_dict
+    other = psycopg.connect(
+        dbname=db["NAME"], user=db["USER"], password=db["PASSWORD"], host=db["HOST"], port=db["PORT"]
+    )
+    tally, counter = UserTally._meta.db_table, EventSequence._meta.db_table
+    other.execute("SET deadlock_timeout = '20s'")
+    # The tally row the deprovision's session adds to, held by a transaction of its own.
+    other.execute(
+        f'INSERT INTO {tally} AS t ("directory_id", "shard", "created", "deleted", "active") '  # noqa: S608
+        "VALUES (%s, %s, 0, 0, 0) ON CONFLICT (directory_id, shard) DO UPDATE SET active = t.active",
+        [directory.id, pid % UserTally.SHARDS],
+    )
+    errors: list[BaseException] = []
+
+    def then_the_counter() -> None:
+        try:
+            with psycopg.connect(
+                dbname=db["NAME"], user=db["USER"], password=db["PASSWORD"], host=db["HOST"], port=db["PORT"]
+            ) as watch:
+                for _ in range(500):  # until the deprovision waits for the tally row
+                    row = watch.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()
+                    if row and row[0] == "Lock":
+                        break
+                    watch.execute("SELECT pg_sleep(0.01)")
+            other.execute(f'SELECT 1 FROM {counter} WHERE "directory_id" = %s FOR UPDATE', [directory.id])  # noqa: S608
+            other.commit()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            errors.append(exc)
+            other.rollback()
+
+    thread = threading.Thread(target=then_the_counter)
+    thread.start()
+    try:
+        status, body = scim_hooked.patch(f"/Users/{ids[0]}", DEACTIVATE_OKTA)
+    finally:
+        thread.join(30)
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET deadlock_timeout")
+    assert not errors, errors
+    assert status == 200 and body["active"] is False
+    assert DirectoryUser.objects.get(pk=ids[0]).active is False
+    assert Deprovision.objects.filter(directory=directory).count() == 1
+    assert [t for t, _ in _events(directory)].count("user.updated") == 1
+    assert UserTally.objects.filter(directory=directory).aggregate(a=Sum("active"))["a"] == 2
 
 
 def test_an_error_in_the_two_statements_leaves_the_connection_idle(scim_hooked: Scim, kicks: list) -> None:

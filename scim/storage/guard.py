@@ -60,7 +60,7 @@ from directories.rendering import directory_public_data, user_event, user_update
 from scim.protocol.errors import not_found, uniqueness
 from scim.protocol.versions import Precondition, require_version
 from scim.selectors import scim_user_shown
-from scim.storage.postgres import q, with_events
+from scim.storage.postgres import deadlocked, q, with_events
 from scim.storage.store import Events, UserChange
 from webhooks.services import PreparedEvents, events_prepare, events_written
 
@@ -274,6 +274,15 @@ def _record(directory_id: uuid.UUID, now: datetime) -> None:
         cursor.execute(sql, params)
 
 
+# PostgreSQL: the directory's active users, from the tally its triggers keep (directories.models.UserTally):
+# at most UserTally.SHARDS rows, however large the directory and the window. Its snapshot is the
+# statement's, as a count of the users would be: what committed before it, and none of its own changes.
+_ACTIVE = (
+    f"SELECT COALESCE(SUM({q('active')}), 0) FROM {q(UserTally._meta.db_table)} "  # noqa: S608
+    f"WHERE {q('directory_id')} = %s"
+)
+
+
 def _active_users(directory_id: uuid.UUID, limit: int) -> int:
     """The directory's active users (the application's view): on PostgreSQL the tally's sum (`_ACTIVE`), its
     constant cost; elsewhere counted up to `limit` only."""
@@ -285,15 +294,6 @@ def _active_users(directory_id: uuid.UUID, limit: int) -> int:
             params = [_active.param("directory_id", directory_id), _active.param("active", True), limit]
             cursor.execute(f"SELECT COUNT(*) FROM ({inner}) t", params)  # noqa: S608
         return int(cursor.fetchone()[0])
-
-
-# PostgreSQL: the directory's active users, from the tally its triggers keep (directories.models.UserTally):
-# at most UserTally.SHARDS rows, however large the directory and the window. Its snapshot is the
-# statement's, as a count of the users would be: what committed before it, and none of its own changes.
-_ACTIVE = (
-    f"SELECT COALESCE(SUM({q('active')}), 0) FROM {q(UserTally._meta.db_table)} "  # noqa: S608
-    f"WHERE {q('directory_id')} = %s"
-)
 
 
 # --- PostgreSQL outside a transaction: a deprovision the guard lets through, in two statements --------------
@@ -388,7 +388,6 @@ def _unchanged_sql(directory: Directory, user: DirectoryUser, read_at: Any) -> t
 
 
 _users = RowWriter(DirectoryUser)
-DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
 
 
 def _locks(
@@ -416,7 +415,7 @@ def _locks(
                 first.execute(sql, [user.id, directory.id, directory.id])
                 second.execute(*then)
         except OperationalError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) == DEADLOCK:
+            if deadlocked(exc):
                 # PostgreSQL broke a lock cycle by cancelling this transaction, which wrote nothing: the
                 # users' tally (taken at the statement's end, after the events' counter) against a
                 # transaction of the locked path that holds the same tally row and waits for the counter.

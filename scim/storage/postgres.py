@@ -84,9 +84,15 @@ def _run_unless_lost(sql: str, params: list[Any]) -> list[tuple[Any, ...]] | Non
     try:
         return statement_run(sql, params)
     except (IntegrityError, OperationalError) as exc:
-        if isinstance(exc, IntegrityError) or getattr(exc.__cause__, "sqlstate", None) == "40P01":
+        if isinstance(exc, IntegrityError) or deadlocked(exc):
             return None
         raise
+
+
+def deadlocked(exc: BaseException) -> bool:
+    """Whether Django's database error is PostgreSQL cancelling the statement to break a deadlock (SQLSTATE
+    40P01): its transaction wrote nothing, and the request may be redone."""
+    return getattr(exc.__cause__, "sqlstate", None) == "40P01"
 
 
 def with_events(

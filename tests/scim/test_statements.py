@@ -369,7 +369,7 @@ def test_a_counted_deprovision_sends_its_two_statements_in_one_pipeline(
 
 
 def test_a_deprovision_cancelled_to_break_a_deadlock_is_redone_on_the_locked_path(
-    scim_hooked: Scim, kicks: list
+    scim_hooked: Scim, kicks: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The one lock the two statements take after the events' counter is the users' tally row of their
     session (its trigger runs at the statement's end). A transaction holding that row and then asking for
@@ -417,6 +417,14 @@ def test_a_deprovision_cancelled_to_break_a_deadlock_is_redone_on_the_locked_pat
             errors.append(exc)
             other.rollback()
 
+    pipelines: list[list[Any]] = []
+    real_locks = guard._locks
+
+    def locks(**kwargs: Any) -> list[Any]:
+        pipelines.append(real_locks(**kwargs))
+        return pipelines[-1]
+
+    monkeypatch.setattr(guard, "_locks", locks)
     thread = threading.Thread(target=then_the_counter)
     thread.start()
     try:
@@ -427,6 +435,7 @@ def test_a_deprovision_cancelled_to_break_a_deadlock_is_redone_on_the_locked_pat
         with connection.cursor() as cursor:
             cursor.execute("RESET deadlock_timeout")
     assert not errors, errors
+    assert pipelines == [[]]  # the two statements were cancelled, not merely delayed
     assert status == 200 and body["active"] is False
     assert DirectoryUser.objects.get(pk=ids[0]).active is False
     assert Deprovision.objects.filter(directory=directory).count() == 1

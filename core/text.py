@@ -11,6 +11,7 @@ functions and renders the problem in its own error format.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # What orjson encodes and decodes without loss: signed 64-bit integers (it also reads unsigned ones
@@ -43,28 +44,57 @@ def number_problem(value: int | float) -> str | None:
     return None
 
 
-def json_problem(value: Any, *, max_depth: int) -> str | None:
+def json_problem(
+    value: Any,
+    *,
+    max_depth: int,
+    texts: bool = True,
+    float_problem: Callable[[float], str | None] | None = None,
+) -> str | None:
     """The first reason a parsed JSON document cannot be stored, or None. Walks without recursion, so a
-    deep document costs a loop, never Python's stack."""
-    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    deep document costs a loop, never Python's stack; the attribute a problem sits under is named only
+    once one is found.
+
+    `texts=False` leaves strings and attribute names unchecked, for a caller that knows they are clean.
+    `float_problem`: a further check of each float (a surface that refuses more floats than
+    `number_problem`), whose first finding is returned only when nothing else is wrong."""
+    stack: list[tuple[Any, int, Any]] = [(value, 1, None)]
+    floats: str | None = None
     while stack:
-        item, depth, where = stack.pop()
+        item, depth, name = stack.pop()
         if depth > max_depth:
             return f"The document is nested deeper than {max_depth} levels."
         if isinstance(item, str):
-            problem = text_problem(item)
-            if problem:
-                return f"{where or 'A string'} {problem}."
+            if texts:
+                problem = text_problem(item)
+                if problem:
+                    return f"{_named(name, 'A string')} {problem}."
         elif isinstance(item, dict):
             for key, child in item.items():
-                problem = text_problem(key)
-                if problem:
-                    return f"An attribute name {problem}."
-                stack.append((child, depth + 1, f"'{key}'" if len(key) <= 64 else "An attribute"))
+                if texts:
+                    problem = text_problem(key)
+                    if problem:
+                        return f"An attribute name {problem}."
+                stack.append((child, depth + 1, key if len(key) <= 64 else _LONG))
         elif isinstance(item, list):
-            stack.extend((child, depth + 1, where) for child in item)
+            stack.extend((child, depth + 1, name) for child in item)
         elif isinstance(item, int | float):
             problem = number_problem(item)
             if problem:
-                return f"{where or 'A number'} {problem}."
-    return None
+                return f"{_named(name, 'A number')} {problem}."
+            if float_problem is not None and floats is None and type(item) is float:
+                refused = float_problem(item)
+                if refused:
+                    floats = f"A number {refused}."
+    return floats
+
+
+# The name of an attribute too long to repeat in a message.
+_LONG = object()
+
+
+def _named(name: Any, unnamed: str) -> str:
+    """How a message names the attribute a value sits under."""
+    if name is None:
+        return unnamed
+    return "An attribute" if name is _LONG else f"'{name}'"

@@ -101,7 +101,10 @@ def parse_json(raw: bytes | str) -> Any:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         value = _json_fallback(raw, exc)
-    check_document(value)
+        check_document(value)
+        return value
+    # What orjson read holds no lone surrogate, and a NUL only through its escape (see document_problem).
+    check_document(value, texts=b"\\u0000" in raw)
     return value
 
 

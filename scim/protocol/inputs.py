@@ -5,14 +5,14 @@ What it refuses, and why:
 - NUL characters and unpaired surrogates (`core.text.text_problem`): PostgreSQL text and jsonb cannot
   hold the first, and the second is not a character (it cannot be encoded as UTF-8).
 - Numbers that the store or the encoder cannot give back: integers outside 64 bits and non-finite
-  numbers (`core.text.json_problem`), and floats whose magnitude passes the 64-bit integer range.
+  numbers (`core.text.number_problem`), and floats whose magnitude passes the 64-bit integer range.
   The last kind matters because orjson reads an integer literal of 2**64 or more as a float, and
   PostgreSQL's jsonb prints a large float without an exponent (`1e20` comes back as
   `100000000000000000000`), which Python then reads as an integer that orjson refuses to render.
 - Nesting deeper than MAX_JSON_DEPTH (a deep document costs a loop here, never Python's stack).
 
-Each check is linear in the input: `json_problem`'s walk, then a walk over the containers that looks at
-floats only (a few microseconds for an identity provider's body).
+A body is checked in one walk (`document_problem`), linear in its size: a few microseconds for an
+identity provider's body.
 """
 
 from __future__ import annotations
@@ -37,32 +37,20 @@ def number_refused(value: int | float) -> str | None:
     return problem
 
 
-def _float_problem(value: Any) -> str | None:
-    """The first float `number_refused` refuses, looking only into containers (`json_problem` has
-    already seen every string, integer and depth)."""
-    if type(value) is float:
-        problem = number_refused(value)
-        return f"A number {problem}." if problem else None
-    stack = [value] if type(value) in (dict, list) else []
-    while stack:
-        item = stack.pop()
-        for child in item.values() if type(item) is dict else item:
-            kind = type(child)
-            if kind is float:
-                problem = number_refused(child)
-                if problem:
-                    return f"A number {problem}."
-            elif kind is dict or kind is list:
-                stack.append(child)
-    return None
+def document_problem(value: Any, *, texts: bool = True) -> str | None:
+    """The first reason a parsed body cannot be stored, or None: `core.text.json_problem` (depth, strings
+    and attribute names, integers and non-finite numbers), then the first float `number_refused` refuses,
+    in one walk. `texts=False` leaves the strings and names unchecked, for a body orjson read from bytes
+    without a `\\u0000` escape: orjson refuses a lone surrogate, and a NUL in a string can only come
+    from that escape (it refuses a raw control character too). Kept for speed: bench/README.md, "Code kept
+    for speed", "Bodies checked in one walk"."""
+    return json_problem(value, max_depth=MAX_JSON_DEPTH, texts=texts, float_problem=number_refused)
 
 
-def check_document(value: Any) -> None:
+def check_document(value: Any, *, texts: bool = True) -> None:
     """Raise 400 for a parsed body that cannot be stored: invalidSyntax when nested too deeply,
-    invalidValue for bad text or numbers."""
-    problem = json_problem(value, max_depth=MAX_JSON_DEPTH)
-    if problem is None:
-        problem = _float_problem(value)
+    invalidValue for bad text or numbers (`document_problem`; `texts` as there)."""
+    problem = document_problem(value, texts=texts)
     if problem is not None:
         if problem.startswith("The document is nested"):
             raise invalid_syntax(f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.")

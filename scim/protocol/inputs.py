@@ -43,7 +43,7 @@ def document_problem(value: Any, *, texts: bool = True) -> str | None:
     in one walk. `texts=False` leaves the strings and names unchecked, for a body orjson read from bytes
     without a `\\u0000` escape: orjson refuses a lone surrogate, and a NUL in a string can only come
     from that escape (it refuses a raw control character too). Kept for speed: bench/README.md, "Code kept
-    for speed", "Bodies checked in one walk"."""
+    for speed", "Bodies checked in one walk, documents copied as JSON"."""
     return json_problem(value, max_depth=MAX_JSON_DEPTH, texts=texts, float_problem=number_refused)
 
 

@@ -51,7 +51,7 @@ def _document_copy(value: Any) -> Any:
     """A deep copy of a JSON document: new dicts and lists, the same strings, numbers, booleans and None
     (which nothing changes in place). `copy.deepcopy` gives the same in about three times the time (its
     memo and its dispatch per object). Kept for speed: bench/README.md, "Code kept for speed", "Bodies
-    checked in one walk"."""
+    checked in one walk, documents copied as JSON"."""
     kind = type(value)
     if kind is dict:
         return {key: _document_copy(item) for key, item in value.items()}

@@ -328,3 +328,28 @@ def test_the_test_event_reports_the_receivers_outcome(receiver: Receiver, privat
     bad = endpoint_test_send(endpoint=_endpoint(receiver, "/fail"))
     assert not bad.delivered and bad.status_code == 500 and bad.error
     assert not EndpointDelivery.objects.exists()
+
+
+def test_enabled_since_is_the_first_enabled_revision_and_is_kept() -> None:
+    """The fan-out's start (webhooks.services.fanout.enabled_since): None while no endpoint was ever enabled
+    (a disabled one does not count), then when the earliest enabled revision took effect, kept by the
+    process once known."""
+    from webhooks.models import WebhookEndpointRevision
+    from webhooks.services import fanout
+
+    fanout.enabled_since_forget()
+    assert fanout.enabled_since() is None
+    endpoint_create(data={"url": "https://hooks.example.com/off", "enabled": False}, actor=TEST_ACTOR)
+    assert fanout.enabled_since() is None
+    first = endpoint_create(data={"url": "https://hooks.example.com/a"}, actor=TEST_ACTOR)
+    later = endpoint_create(data={"url": "https://hooks.example.com/b"}, actor=TEST_ACTOR)
+    starts = {
+        revision.endpoint_id: revision.valid_from
+        for revision in WebhookEndpointRevision.objects.filter(endpoint__in=[first, later])
+    }
+    assert starts[first.id] < starts[later.id]
+    assert fanout.enabled_since() == starts[first.id]
+    WebhookEndpointRevision.objects.filter(endpoint=first).update(valid_from=starts[later.id] + timedelta(days=1))
+    assert fanout.enabled_since() == starts[first.id]  # kept: the process does not read it again
+    fanout.enabled_since_forget()
+    assert fanout.enabled_since() == starts[later.id]

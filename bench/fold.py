@@ -72,11 +72,9 @@ def _events_make(users: int, groups: int) -> Any:
 def fold_once(users: int, groups: int) -> dict[str, float]:
     from django.db import connection
 
-    from history.models import HistoryState
     from history.services import history_catch_up
 
     directory = _events_make(users, groups)
-    HistoryState.objects.get_or_create(directory=directory)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]

@@ -234,16 +234,13 @@ def _json_text(value: Any) -> str:
 def _rows_copy(new: dict[type, list[Any]], points: list[HistoryPoint]) -> None:
     for model, rows in (*new.items(), (HistoryPoint, points)):
         names = _COPIED[model]
-        _WRITERS[model].copy_rows(
-            names,
-            [
-                tuple(
-                    row.directory_id if n == "directory" else _json_text(row.data) if n == "data" else getattr(row, n)
-                    for n in names
-                )
-                for row in rows
-            ],
-        )
+        attnames = [model._meta.get_field(name).attname for name in names]  # "directory" is read as directory_id
+        values = [[getattr(row, attname) for attname in attnames] for row in rows]
+        if "data" in names:
+            at = names.index("data")
+            for value in values:
+                value[at] = _json_text(value[at])
+        _WRITERS[model].copy_rows(names, values)
 
 
 def _ends_set(model: type, rows: list[Any]) -> None:

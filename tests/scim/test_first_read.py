@@ -78,3 +78,38 @@ def test_equality_filter_pages_are_one_query_after_authentication_when_the_page_
     assert len(ctx.captured_queries) == 3
     assert (body["totalResults"], body["startIndex"], body["itemsPerPage"]) == (3, 2, 1)
     assert [r["userName"] for r in body["Resources"]] == ["u1@x.io"]
+
+
+def test_an_equality_on_a_unique_key_is_read_without_paging_parameters(scim_a: Scim) -> None:
+    """userName (users) and displayName (groups) are unique in a directory: their one row is read whole
+    and paged in Python, so the statement has no LIMIT/OFFSET parameters and PostgreSQL keeps one generic
+    plan for it (with them it planned every call anew)."""
+    from directories.models import DirectoryGroup, DirectoryUser, ScimUser
+    from scim.selectors import _unique_per_directory
+
+    assert _unique_per_directory(DirectoryUser) == {"user_name_key"}
+    assert _unique_per_directory(DirectoryGroup) == {"display_name_key"}
+    assert _unique_per_directory(ScimUser) == frozenset()  # a view: no constraint to rely on
+    scim_a.post("/Users", user_body("solo@x.io"))
+    scim_a.post("/Groups", {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "Solo"})
+    cases = (("", 1, 1), ("&startIndex=2", 1, 0), ("&count=0", 1, 0), ("&startIndex=1&count=1", 1, 1))
+    for resource, flt in (("Users", 'userName eq "SOLO@x.io"'), ("Groups", 'displayName eq "solo"')):
+        for query, total, returned in cases:
+            with CaptureQueriesContext(connection) as ctx:
+                status, body = scim_a.get(f"/{resource}?filter={quote(flt)}{query}")
+            assert status == 200, body
+            assert (body["totalResults"], len(body["Resources"])) == (total, returned), (resource, query)
+            # The directory, the page (and a group's members): no count, and nothing paged in SQL.
+            statements = [q["sql"] for q in ctx.captured_queries]
+            assert len(statements) == (2 if resource == "Users" or not returned else 3), statements
+            assert not any("LIMIT" in sql or "OFFSET" in sql for sql in statements), statements
+    nobody = quote('userName eq "nobody@x.io"')
+    for _ in range(12):
+        assert scim_a.get(f"/Users?filter={nobody}")[1]["totalResults"] == 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans FROM pg_prepared_statements WHERE statement LIKE %s AND statement NOT LIKE %s",
+            ['%"user_name_key" = $2%', "%pg_prepared_statements%"],
+        )
+        plans = [row[0] for row in cursor.fetchall()]
+    assert plans and max(plans) > 0, plans

@@ -107,8 +107,15 @@ def masked_form(raw: bytes) -> bytes:
 def storable(raw: bytes, limit: int) -> tuple[str, bool]:
     """The first `limit` bytes as text a database column holds: UTF-8 (other bytes become U+FFFD, a
     character the cut splits is left out), NUL as U+FFFD; and whether anything was cut."""
-    text = codecs.getincrementaldecoder("utf-8")("replace").decode(raw[:limit], final=len(raw) <= limit)
-    return text.replace("\x00", "\ufffd"), len(raw) > limit
+    if len(raw) <= limit:
+        # Nothing cut (every request's path and user agent, most bodies): the one-shot decode, which reads
+        # the same as the incremental decoder's final call and costs a seventh of building that decoder.
+        text = raw.decode("utf-8", "replace")
+    else:
+        text = codecs.getincrementaldecoder("utf-8")("replace").decode(raw[:limit], final=False)
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    return text, len(raw) > limit
 
 
 def text_capped(text: str, limit: int = TEXT_LIMIT) -> str:

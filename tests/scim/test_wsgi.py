@@ -430,3 +430,38 @@ def test_a_refusal_from_memory_starts_no_django_request(
         signals.request_finished.disconnect(finished)
     recorder.flush()
     assert ScimLogEntry.objects.filter(directory=directory_a, status=429).count() == 1
+
+
+def test_the_request_signals_work_is_done_once_per_connection_with_only_djangos_receivers(
+    directory_a: Directory, fast: Any
+) -> None:
+    """With only Django's receivers on the request signals, scim.http.wsgi does their work itself: the
+    connection's query log starts empty for each request, and a connection past CONN_MAX_AGE (0: one
+    request) is closed when the request ends, as `close_old_connections` would."""
+    import time
+
+    from django.core import signals
+    from django.db import connection
+
+    from scim.http import wsgi
+
+    assert wsgi._only_djangos(signals.request_started, wsgi._DJANGO_STARTED)
+    assert wsgi._only_djangos(signals.request_finished, wsgi._DJANGO_FINISHED)
+    path = f"/api/scim/v2.0/{directory_a.id}/Users/7d0f4c44-63c8-4f7e-9d1b-1f2d9b0c1c11"
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {directory_a.scim_secret}"}
+    connection.ensure_connection()
+    connection.queries_log.append({"sql": "left over from before", "time": "0"})
+    saved = connection.settings_dict["CONN_MAX_AGE"], connection.close_at, connection.force_debug_cursor
+    connection.force_debug_cursor = True
+    try:
+        connection.settings_dict["CONN_MAX_AGE"], connection.close_at = 600, time.monotonic() + 600
+        assert run(fast, path, **bearer)[0].startswith("404")
+        logged = [q["sql"] for q in connection.queries_log]
+        assert logged and "left over from before" not in logged  # cleared when the request started
+        assert connection.connection is not None  # within CONN_MAX_AGE: kept
+        connection.settings_dict["CONN_MAX_AGE"], connection.close_at = 0, 0.0
+        assert run(fast, path, **bearer)[0].startswith("404")
+        assert connection.connection is None  # past its age when the request finished: closed
+    finally:
+        connection.settings_dict["CONN_MAX_AGE"], connection.close_at, connection.force_debug_cursor = saved
+        connection.ensure_connection()

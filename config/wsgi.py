@@ -6,6 +6,11 @@ an identity provider sends, go to scim.http.wsgi, which answers SCIM requests wi
 handler and hands anything else to a Django handler running settings.SCIM_MIDDLEWARE; every other
 request runs through the full settings.MIDDLEWARE. Both Django handlers resolve against the same
 URLconf. Kept for speed: bench/README.md, "Code kept for speed", "SCIM without Django's handler".
+
+Under a server with several threads per worker (server.web sets GRANIAN_BLOCKING_THREADS), the handlers
+run on one thread of the worker's, and requests take turns by who sent them (core.turns: a SCIM
+directory, else the credential, else the client's address); with one thread, or called directly (tests),
+they run on the caller's thread.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import Any
 import django
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
+
+from core import turns
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -46,8 +53,14 @@ class SurfaceApplication:
 
     def __init__(self) -> None:
         from scim.http.wsgi import ScimApplication  # imports models: only once the apps are loaded
+        from scim.routes import PREFIX
 
         self.prefix = settings.SCIM_PATH_PREFIX
+        self.directory_at = len(PREFIX)  # where a SCIM path's directory id starts
+        # Under a server with several threads per worker (server.web), one of them runs the application and
+        # requests take turns by sender (core.turns); with one thread, or called directly, it runs in place.
+        threads = _threads(os.environ.get("GRANIAN_BLOCKING_THREADS"))
+        self.runner = turns.Runner(self.handle, turns.hold_capacity(threads)) if threads > 1 else None
         self.full = WSGIHandler()
         self.scim = ScimApplication(fallback=MiddlewareSubsetHandler(settings.SCIM_MIDDLEWARE))
 
@@ -55,8 +68,33 @@ class SurfaceApplication:
         refused = refuse(environ, start_response)
         if refused is not None:
             return refused
+        if self.runner is None:
+            return self.handle(environ, start_response)
+        path = environ.get("PATH_INFO", "")
+        if path.startswith(self.prefix):
+            # the directory: the segment after the SCIM base path (a path outside it keys on its own start)
+            sender = "d" + path[self.directory_at :].partition("/")[0]
+        else:
+            sender = _sender(environ)
+        return self.runner(sender, environ, start_response)
+
+    def handle(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         handler = self.scim if environ.get("PATH_INFO", "").startswith(self.prefix) else self.full
         return handler(environ, start_response)
+
+
+def _threads(value: str | None) -> int:
+    try:
+        return int(value or 1)
+    except ValueError:
+        return 1  # granian refuses it and says why
+
+
+def _sender(environ: dict[str, Any]) -> str:
+    """Who a request outside SCIM takes turns as: its credential (an API key, an admin token), else its
+    client's address. Kept in memory for the wait only."""
+    credential = environ.get("HTTP_AUTHORIZATION")
+    return "k" + credential if credential else "a" + environ.get("REMOTE_ADDR", "")
 
 
 django.setup(set_prefix=False)

@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
-from core import ratelimit
+from core import ratelimit, turns
 from directories.models import ApiKey
 
 
@@ -28,6 +28,7 @@ def api_key_admit(request: Request, principal: str | ApiKey) -> None:
         return
     setattr(request._request, ratelimit.REQUEST_ATTRIBUTE, verdict)
     if not verdict.allowed:
+        request._request.environ[turns.REFUSED] = True  # held a moment by config.wsgi (core.turns.Holds)
         raise RateLimited(
             f"Too many requests for this API key (its limit is {verdict.limit} per minute); "
             f"retry after {verdict.retry_after} seconds."

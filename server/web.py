@@ -27,15 +27,21 @@ import argparse
 import gc
 import os
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 
+# Threads per web worker. Only one at a time runs the application (core.turns: requests take turns by
+# who sent them, the work stays serial); the others let every queued request reach the worker, so a
+# flood's requests wait behind a quiet directory's one instead of in front of it, and leave room for the
+# refusals held a moment (core.turns.Holds: all but HOLD_RESERVE of these threads).
+WEB_THREADS = "64"
 # (granian option, its value, the variable that replaces it). One worker per core, at least 2: a
 # request is short and CPU-bound, and PostgreSQL's backends and the Celery worker use the cores while a
-# web worker waits on a round trip. One thread runs the application in each worker; granian's Rust
-# side holds the clients' connections (kept alive between requests) and queues their requests.
+# web worker waits on a round trip. granian's Rust side holds the clients' connections (kept alive
+# between requests) and hands their requests to the worker's threads.
 DEFAULTS: tuple[tuple[str, str | None, str], ...] = (
     ("--interface", "wsgi", "GRANIAN_INTERFACE"),
-    ("--blocking-threads", "1", "GRANIAN_BLOCKING_THREADS"),
+    ("--blocking-threads", WEB_THREADS, "GRANIAN_BLOCKING_THREADS"),
     # HTTP/1.1 only, as identity providers and the TLS proxy in front speak it; no WebSocket route.
     ("--http", "1", "GRANIAN_HTTP"),
     ("--no-ws", None, "GRANIAN_WEBSOCKETS"),
@@ -49,6 +55,7 @@ DEFAULTS: tuple[tuple[str, str | None, str], ...] = (
     ("--respawn-failed-workers", None, "GRANIAN_RESPAWN_FAILED_WORKERS"),
 )
 TARGET = "config.wsgi:application"
+JEMALLOC_VARIABLE = "_RJEM_MALLOC_CONF"
 
 
 def workers_default() -> int:
@@ -204,9 +211,21 @@ def logging_use_roster_format() -> None:
     granian.log.LOGGING_CONFIG = config
 
 
+def environment_defaults(environ: MutableMapping[str, str]) -> None:
+    """Variables this start sets unless given, before anything imports granian or the application."""
+    environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # granian reads it from here as from its option; the application reads it too (config.wsgi: several
+    # threads mean turns, and how many a held refusal may take).
+    environ.setdefault("GRANIAN_BLOCKING_THREADS", WEB_THREADS)
+    # granian's Rust side allocates with a jemalloc of its own, which keeps a cache of freed blocks per
+    # thread: with a worker's threads, 1.3-1.5 MB of each worker's PSS (bench/README.md, "Rate limits").
+    # Read when granian's module is loaded.
+    environ.setdefault(JEMALLOC_VARIABLE, "tcache:false")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    environment_defaults(os.environ)
     metrics_prepare()
     logging_use_roster_format()
     from server import zygote

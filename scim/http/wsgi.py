@@ -44,6 +44,7 @@ from django.core.handlers.wsgi import WSGIRequest, get_path_info
 from django.db import close_old_connections, connections, reset_queries
 from django.urls import set_urlconf
 
+from core.turns import REFUSED
 from scim.http.limits import early_refusal
 from scim.http.request import content_length
 from scim.http.views import scim_answer
@@ -117,6 +118,8 @@ class ScimApplication:
         finally:
             if started:
                 _request_finished()
+        if answer.status == 429:
+            environ[REFUSED] = True  # held a moment by config.wsgi (core.turns.Holds)
         return [answer.body]
 
     def _host_allowed(self, environ: dict[str, Any]) -> bool:

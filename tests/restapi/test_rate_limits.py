@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from core import ratelimit
+from core import ratelimit, turns
 from directories.models import Directory
 from directories.services import api_key_create
 from tests.actors import TEST_ACTOR
@@ -41,7 +41,7 @@ def spend(key: str, count: int) -> None:
 
 def test_every_counted_answer_carries_the_ratelimit_fields(api_client: Client, settings: Any) -> None:
     response = api_client.get(LIST)
-    assert response.status_code == 200
+    assert response.status_code == 200 and turns.REFUSED not in response.wsgi_request.environ
     assert (response["RateLimit-Limit"], response["RateLimit-Remaining"], response["RateLimit-Reset"]) == (
         "6000",
         "599",
@@ -65,6 +65,7 @@ def test_past_its_burst_a_key_is_answered_429_in_the_envelope(api_client: Client
     assert int(response["Retry-After"]) >= 1
     assert response["RateLimit-Limit"] == "1500" and response["RateLimit-Remaining"] == "0"
     assert response["X-Request-Id"]
+    assert response.wsgi_request.environ[turns.REFUSED]  # held a moment under a flood (core.turns)
 
 
 def test_a_refused_request_changes_nothing(api_client: Client, lowest: int) -> None:

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -36,13 +37,26 @@ def test_without_options_roster_s_defaults_make_the_granian_command() -> None:
     argv = _arguments([], {})
     assert argv[-1] == "config.wsgi:application"
     assert _option(argv, "--interface") == "wsgi"
-    assert _option(argv, "--blocking-threads") == "1"
+    assert _option(argv, "--blocking-threads") == web.WEB_THREADS == "64"
     assert _option(argv, "--http") == "1"
     assert "--no-ws" in argv and "--respawn-failed-workers" in argv
     assert _option(argv, "--http1-buffer-size") == str(1024 * 1024)
     assert _option(argv, "--workers-kill-timeout") == "20"
     assert (_option(argv, "--host"), _option(argv, "--port")) == ("0.0.0.0", "8000")
     assert _option(argv, "--workers") == str(max(2, os.cpu_count() or 1))
+
+
+def test_the_start_names_its_threads_and_the_allocator_s_setting_unless_given() -> None:
+    environ: dict[str, str] = {}
+    web.environment_defaults(environ)
+    assert environ == {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "GRANIAN_BLOCKING_THREADS": "64",  # read by granian and by config.wsgi (turns and holds)
+        "_RJEM_MALLOC_CONF": "tcache:false",
+    }
+    given = {"GRANIAN_BLOCKING_THREADS": "1", "_RJEM_MALLOC_CONF": "narenas:1"}
+    web.environment_defaults(given)
+    assert given["GRANIAN_BLOCKING_THREADS"] == "1" and given["_RJEM_MALLOC_CONF"] == "narenas:1"
 
 
 def test_a_granian_variable_replaces_roster_s_default_for_its_option() -> None:
@@ -265,3 +279,88 @@ def test_a_scim_request_served_by_granian_is_recorded_for_health_and_the_request
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(30)
+
+
+def test_a_flood_s_refusals_are_held_while_another_directory_is_answered(tmp_path: Path) -> None:
+    """Turns and holds in a real worker (core.turns): past its budget, a directory flooding on many
+    connections gets each 429 after a hold, with Retry-After; a directory sending beside it meanwhile is
+    answered, and before the refusals that were sent ahead of it."""
+    import requests
+
+    env = web_env(tmp_path, API_KEYS="web-test-api-key", SCIM_RATE_LIMIT="1500", RATE_LIMIT_STORAGE_URL="memory://")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=120)
+    started = web_start(tmp_path, workers=1, env=env)
+    process, port, log = started.process, started.port, started.log
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _get(port, "/healthz")
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.1)
+        directories = []
+        for tenant in ("flood", "quiet"):
+            made = requests.post(
+                f"{base}/api/v1/directory-sync",
+                json={"tenant": tenant, "product": "p"},
+                headers={"Authorization": "Bearer web-test-api-key"},
+                timeout=10,
+            )
+            assert made.status_code == 201
+            data = made.json()["data"]
+            auth = {"Authorization": f"Bearer {data['scim']['secret']}"}
+            directories.append((f"{base}/api/scim/v2.0/{data['id']}/Users", auth))
+        (flood_url, flood_auth), (quiet_url, quiet_auth) = directories
+        with requests.Session() as one:  # one request at a time until the flood's budget is spent
+            for _ in range(400):
+                if one.get(flood_url, headers=flood_auth, timeout=10).status_code == 429:
+                    break
+            else:
+                pytest.fail("the flood's budget never ran out")
+
+        refusals: list[tuple[float, float, int, str | None]] = []  # sent, answered, status, Retry-After
+        lock = threading.Lock()
+
+        def flood() -> None:
+            with requests.Session() as session:
+                for _ in range(3):
+                    sent = time.monotonic()
+                    answer = session.get(flood_url, headers=flood_auth, timeout=10)
+                    with lock:
+                        refusals.append((sent, time.monotonic(), answer.status_code, answer.headers.get("Retry-After")))
+
+        threads = [threading.Thread(target=flood) for _ in range(12)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.05)  # the flood's first requests are in
+        quiet: list[tuple[float, float, int]] = []
+        with requests.Session() as session:
+            for _ in range(5):
+                sent = time.monotonic()
+                status = session.get(quiet_url, headers=quiet_auth, timeout=10).status_code
+                quiet.append((sent, time.monotonic(), status))
+        for thread in threads:
+            thread.join(60)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)
+    from core.turns import HOLD_SECONDS
+
+    # The budget refills at 25 a second meanwhile: a few of the flood's requests are admitted.
+    assert len(refusals) == 36 and {status for _, _, status, _ in refusals} <= {200, 429}
+    refusals = [refusal for refusal in refusals if refusal[2] == 429]
+    assert len(refusals) >= 18
+    assert all(retry is not None and int(retry) >= 1 for _, _, _, retry in refusals)
+    held = [answered - sent for sent, answered, _, _ in refusals if answered - sent >= HOLD_SECONDS]
+    assert len(held) >= 12, "the refusals of a sender with other requests open were held"
+    assert [status for _, _, status in quiet] == [200] * 5
+    # Some quiet request was sent after a refusal and answered before it: held refusals do not stand in
+    # the way of another directory's requests.
+    assert any(
+        f_sent < q_sent and q_answered < f_answered
+        for q_sent, q_answered, _ in quiet
+        for f_sent, f_answered, _, _ in refusals
+    )

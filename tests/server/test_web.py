@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from server import web
-from tests.server.webserver import web_env, web_start
+from tests.server.webserver import Started, web_env, web_start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,7 +97,7 @@ def test_zero_workers_is_refused() -> None:
 PROBE = """
 import gc, os, sys
 from server import web
-from tests.server.webserver import web_env, web_start
+from tests.server.webserver import Started, web_env, web_start
 folder = web.metrics_prepare()
 web.preload()
 web.environment_scrub()
@@ -141,7 +141,7 @@ def test_without_a_broker_no_transport_is_loaded(tmp_path: Path) -> None:
 LIBRARIES = """
 import sys
 from server import web
-from tests.server.webserver import web_env, web_start
+from tests.server.webserver import Started, web_env, web_start
 web.metrics_prepare()
 web.preload()
 print("cryptography.fernet" in sys.modules, "jwt" in sys.modules)
@@ -192,19 +192,23 @@ def _get(port: int, path: str, token: str = "") -> tuple[int, dict[str, str], by
         return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
 
 
+def _wait_up(started: Started) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            _get(started.port, "/healthz")
+            return
+        except OSError:
+            assert time.monotonic() < deadline and started.process.poll() is None, started.log.read_text()[-3000:]
+            time.sleep(0.1)
+
+
 def test_two_workers_log_json_answer_with_request_ids_add_up_on_metrics_and_stop_cleanly(tmp_path: Path) -> None:
     env = web_env(tmp_path, METRICS_TOKEN="web-test-metrics-token", LOG_FORMAT="json")
     started = web_start(tmp_path, workers=2, env=env)
-    process, port, log = started.process, started.port, started.log
+    process, port = started.process, started.port
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                status, _, _ = _get(port, "/healthz")
-                break
-            except OSError:
-                assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
-                time.sleep(0.1)
+        _wait_up(started)
         # A new connection each: the kernel hands them to both workers.
         answers = [_get(port, "/api/v1/no-such-route") for _ in range(40)]
         assert {status for status, _, _ in answers} == {404}
@@ -223,7 +227,7 @@ def test_two_workers_log_json_answer_with_request_ids_add_up_on_metrics_and_stop
         os.killpg(process.pid, signal.SIGTERM)
         code = process.wait(30)
     assert code == 0
-    lines = [line for line in log.read_text().splitlines() if line.strip()]
+    lines = [line for line in started.log.read_text().splitlines() if line.strip()]
     assert any("Starting granian" in line for line in lines)
     for line in lines:
         record = json.loads(line)  # granian's own lines too: one format for the whole stream
@@ -235,7 +239,7 @@ def test_a_scim_request_served_by_granian_is_recorded_for_health_and_the_request
     env = web_env(tmp_path, API_KEYS="web-test-api-key", SCIM_ACTIVITY_FLUSH_SECONDS="0.1")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=120)
     started = web_start(tmp_path, workers=1, env=env)
-    process, port, log = started.process, started.port, started.log
+    process, port = started.process, started.port
 
     def call(method: str, path: str, token: str, body: dict | None = None) -> tuple[int, dict]:
         data = json.dumps(body).encode() if body is not None else None
@@ -252,14 +256,7 @@ def test_a_scim_request_served_by_granian_is_recorded_for_health_and_the_request
             return error.code, json.loads(error.read() or b"{}")
 
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                _get(port, "/healthz")
-                break
-            except OSError:
-                assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
-                time.sleep(0.1)
+        _wait_up(started)
         status, created = call("POST", "/api/v1/directory-sync", "web-test-api-key", {"tenant": "t", "product": "p"})
         assert status == 201
         directory = created["data"]
@@ -290,17 +287,10 @@ def test_a_flood_s_refusals_are_held_while_another_directory_is_answered(tmp_pat
     env = web_env(tmp_path, API_KEYS="web-test-api-key", SCIM_RATE_LIMIT="1500", RATE_LIMIT_STORAGE_URL="memory://")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=120)
     started = web_start(tmp_path, workers=1, env=env)
-    process, port, log = started.process, started.port, started.log
+    process, port = started.process, started.port
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                _get(port, "/healthz")
-                break
-            except OSError:
-                assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
-                time.sleep(0.1)
+        _wait_up(started)
         directories = []
         for tenant in ("flood", "quiet"):
             made = requests.post(

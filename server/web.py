@@ -33,7 +33,7 @@ from pathlib import Path
 # Threads per web worker. Only one at a time runs the application (core.turns: requests take turns by
 # who sent them, the work stays serial); the others let every queued request reach the worker, so a
 # flood's requests wait behind a quiet directory's one instead of in front of it, and leave room for the
-# refusals held a moment (core.turns.Holds: all but HOLD_RESERVE of these threads).
+# refusals held a moment (core.turns.hold_capacity: all but HOLD_RESERVE of these threads).
 WEB_THREADS = "64"
 # (granian option, its value, the variable that replaces it). One worker per core, at least 2: a
 # request is short and CPU-bound, and PostgreSQL's backends and the Celery worker use the cores while a

@@ -1,11 +1,14 @@
-"""CPU cost of the two library swaps, before and after, in one run: the webhook sender (hand-written
-`http.client` sender + watchdog -> pycurl) and the drain flag (hand-written RESP2 client -> redis-py).
+"""CPU cost of the client swaps, before and after, in one run: the webhook sender (hand-written
+`http.client` sender + watchdog -> pycurl -> the standard-library sender with deadline sockets) and the
+drain flag (hand-written RESP2 client -> redis-py).
 
     .venv/bin/python -m bench.clients                       # 1000 POSTs and 1000 kicks per variant and round
     .venv/bin/python -m bench.clients --posts 500 --kicks 500 --rounds 3
 
 The former clients are not kept in the application: they are read from git history (the parent of the
-commit that deleted webhooks/deadline.py, or --old-ref) into temporary modules of this process.
+commit that deleted webhooks/deadline.py, or --old-ref; and the newest commit whose sender imported
+pycurl, measured when pycurl is installed, as requirements-dev.txt has it) into temporary modules of this
+process.
 
 - POST: `transport.post` of a small signed-looking JSON body to a keep-alive receiver on 127.0.0.1
   (a separate process, so its CPU does not count), back to back and with a 9 ms pause after each POST
@@ -15,8 +18,8 @@ commit that deleted webhooks/deadline.py, or --old-ref) into temporary modules o
 
 Reported: process CPU per operation (time.process_time of this process, all threads, so the old
 sender's watchdog thread counts; waiting for the receiver or Redis does not), the least of the rounds
-(variants alternate within a round), and the new/old ratio. On a machine shared with other work the
-ratios are what to read; absolute figures move with the load.
+(variants alternate within a round), and the ratios of the current clients to the former ones. On a
+machine shared with other work the ratios are what to read; absolute figures move with the load.
 """
 
 from __future__ import annotations
@@ -95,25 +98,33 @@ def start_receiver() -> tuple[subprocess.Popen[bytes], int]:
 # --- the former clients, from git history ------------------------------------------------------------
 
 
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
 def old_ref(given: str | None) -> str:
     if given:
         return given
-    deleting = subprocess.run(
-        ["git", "rev-list", "-1", "HEAD", "--", "webhooks/deadline.py"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    deleting = git("rev-list", "-1", "HEAD", "--", "webhooks/deadline.py").strip()
     if not deleting:
         raise SystemExit("webhooks/deadline.py is not in this branch's history: pass --old-ref")
     return f"{deleting}^"
 
 
+def libcurl_ref() -> str | None:
+    """The newest commit whose webhook sender ran on pycurl, when pycurl is installed (requirements-dev)."""
+    try:
+        import pycurl  # noqa: F401
+    except ImportError:
+        return None
+    for commit in git("log", "--format=%H", "HEAD", "--", "webhooks/transport.py").split():
+        if "\nimport pycurl\n" in git("show", f"{commit}:webhooks/transport.py"):
+            return commit
+    return None
+
+
 def load_old(ref: str, path: str, name: str, replace: dict[str, str] | None = None) -> types.ModuleType:
-    source = subprocess.run(
-        ["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
+    source = git("show", f"{ref}:{path}")
     for old, new in (replace or {}).items():
         source = source.replace(old, new)
     spec = importlib.util.spec_from_loader(name, loader=None)
@@ -160,14 +171,21 @@ def main() -> None:
     from webhooks import transport as new_transport
 
     ref = old_ref(args.old_ref)
+    senders = {"old": None, "libcurl": None, "new": new_transport}
+    libcurl = libcurl_ref()
+    if libcurl is not None:
+        senders["libcurl"] = load_old(libcurl, "webhooks/transport.py", "_bench_libcurl_transport")
     load_old(ref, "webhooks/deadline.py", "_bench_old_deadline")
     old_transport = load_old(
         ref,
         "webhooks/transport.py",
         "_bench_old_transport",
-        {"from webhooks.deadline import": "from _bench_old_deadline import"},
+        # webhooks.urlcheck is core.outbound since the layout moved it (same names).
+        {"from webhooks.deadline import": "from _bench_old_deadline import", "webhooks.urlcheck": "core.outbound"},
     )
     old_coalescer = load_old(ref, "webhooks/coalescer.py", "_bench_old_coalescer")  # its name at that commit
+    senders["old"] = old_transport
+    posters = {name: module for name, module in senders.items() if module is not None}
 
     receiver, port = start_receiver()
     url = f"http://127.0.0.1:{port}/hook"
@@ -175,7 +193,7 @@ def main() -> None:
     flags = {"old": old_coalescer.Coalescer(redis_url), "new": new_drainflag.DrainFlag(redis_url)}
     directory = f"bench-{uuid.uuid4()}"
     try:
-        for name, module in (("old", old_transport), ("new", new_transport)):
+        for name, module in posters.items():
             result = module.post(url, BODY, HEADERS, 5.0)
             assert result.delivered, (name, result)
 
@@ -187,15 +205,15 @@ def main() -> None:
             return lambda: flag.claim_or_wake(directory, str(uuid.uuid4()), 5)  # type: ignore[attr-defined]
 
         cases = [
-            ("webhook POST, back to back", poster, {"old": old_transport, "new": new_transport}, args.posts, 0.0),
-            ("webhook POST, 9 ms pauses", poster, {"old": old_transport, "new": new_transport}, args.posts, PAUSE),
+            ("webhook POST, back to back", poster, posters, args.posts, 0.0),
+            ("webhook POST, 9 ms pauses", poster, posters, args.posts, PAUSE),
             ("kick (claim_or_wake), back to back", kicker, flags, args.kicks, 0.0),
             ("kick (claim_or_wake), 9 ms pauses", kicker, flags, args.kicks, PAUSE),
         ]
         best: dict[tuple[str, str], float] = {}
         for round_number in range(args.rounds):
-            order = ("old", "new") if round_number % 2 == 0 else ("new", "old")
             for label, make, subjects, count, pause in cases:
+                order = list(subjects) if round_number % 2 == 0 else list(reversed(subjects))
                 for variant in order:
                     ms = cpu_per_op(make(subjects[variant]), count, pause)
                     key = (label, variant)
@@ -206,13 +224,17 @@ def main() -> None:
         receiver.wait()
         # The kicks' flags expire by themselves (5 s); nothing else was written.
 
-    print(f"\nold = {ref} (hand-written clients), new = this tree (pycurl, redis-py)")
+    print(f"\nold = {ref} (hand-written clients), libcurl = {libcurl or 'not measured'} (pycurl sender),")
+    print("new = this tree (standard-library sender, redis-py)")
     print(f"CPU ms per operation, least of {args.rounds} rounds\n")
-    print("| operation | old | new | new/old |")
-    print("| --- | ---: | ---: | ---: |")
+    print("| operation | old | libcurl | new | new/old | new/libcurl |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for label, *_rest in cases:
         old_ms, new_ms = best[(label, "old")], best[(label, "new")]
-        print(f"| {label} | {old_ms:.3f} | {new_ms:.3f} | {new_ms / old_ms:.2f} |")
+        curl_ms = best.get((label, "libcurl"))
+        curl = f"{curl_ms:.3f}" if curl_ms else "—"
+        versus = f"{new_ms / curl_ms:.2f}" if curl_ms else "—"
+        print(f"| {label} | {old_ms:.3f} | {curl} | {new_ms:.3f} | {new_ms / old_ms:.2f} | {versus} |")
 
 
 if __name__ == "__main__":

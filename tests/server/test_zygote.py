@@ -81,9 +81,9 @@ def test_the_launcher_holds_no_application_and_adopts_the_workers_the_zygote_for
     launcher = server.process.pid
     workers = _children(launcher)
     assert len(workers) == 2, "two workers, and the zygote is gone"
-    # The application loads libcurl (webhooks.transport) on import; the launcher never imported it.
-    assert "pycurl" not in _maps(launcher)
-    assert all("pycurl" in _maps(pid) for pid in workers)
+    # The application loads libpq (psycopg's binary build) on import; the launcher never imported it.
+    assert "psycopg_binary" not in _maps(launcher)
+    assert all("psycopg_binary" in _maps(pid) for pid in workers)
     assert all(_healthy(server.port) for _ in range(10))
 
 
@@ -94,7 +94,7 @@ def test_sighup_replaces_both_workers_and_reaps_the_old_ones(server: Started) ->
     _wait(lambda: len(_children(launcher) - old) == 2 and not (_children(launcher) & old), what="both replaced")
     assert all(_gone(pid) for pid in old)
     new = _children(launcher)
-    assert all("pycurl" in _maps(pid) for pid in new)
+    assert all("psycopg_binary" in _maps(pid) for pid in new)
     assert _healthy(server.port)
 
 

@@ -62,6 +62,56 @@ def test_one_total_deadline_covers_a_body_that_never_ends(receiver: Receiver, pr
     assert result.response_excerpt == "partial"
 
 
+def test_one_total_deadline_covers_headers_dripped_a_byte_at_a_time(private_ok) -> None:  # noqa: ANN001
+    """Every single read waits less than the deadline, but together they would go on for ever: the
+    attempt still ends at its one deadline."""
+    listener, port = _local_listener(1)
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.wait(0.05):
+                try:
+                    conn.sendall(b"X")
+                except OSError:
+                    return
+        listener.close()
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    result = post(f"http://127.0.0.1:{port}/hook", b"{}", HEADERS, 1)
+    stop.set()
+    thread.join(3)
+    assert time.monotonic() - started < 2.5
+    assert (result.delivered, result.status_code, result.error_class) == (False, None, "Timeout")
+
+
+def test_the_request_leaves_in_one_write(private_ok) -> None:  # noqa: ANN001
+    """A receiver that reads once, answers and closes sees the whole request: head and body."""
+    listener, port = _local_listener(1)
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            time.sleep(0.1)  # the whole request has arrived, if it was sent at once
+            seen.append(conn.recv(65536))
+            conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+        listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    result = post(f"http://127.0.0.1:{port}/hook", b'{"id":"e-1"}', HEADERS, 3)
+    thread.join(3)
+    assert (result.delivered, result.status_code) == (True, 204)
+    assert seen[0].startswith(b"POST /hook HTTP/1.1\r\n")
+    assert seen[0].endswith(b'\r\n\r\n{"id":"e-1"}')
+
+
 def test_connection_refused_is_failed() -> None:
     urlcheck_off = pytest.MonkeyPatch()
     urlcheck_off.setattr(transport, "private_networks_allowed", lambda: True)
@@ -387,7 +437,7 @@ def test_a_kept_connection_the_receiver_closed_is_replaced_before_sending(
     assert len(served) == 2
 
 
-# --- response framing (the lean header reader) ------------------------------------------------------
+# --- response framing ---------------------------------------------------------------------------------
 
 
 class CannedServer:
@@ -523,12 +573,12 @@ def test_the_socket_guard_refuses_an_address_that_was_not_checked(
     private_ok,  # noqa: ANN001
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """libcurl connects only where the guard's own resolution pointed it; should it ever open a socket
-    to another address, the socket is refused and nothing is sent."""
+    """The sender connects only where the guard's own resolution pointed it: a URL naming an address
+    that the check did not see is refused before any socket is opened, and nothing is sent."""
     import ipaddress
 
     monkeypatch.setattr(transport, "resolve", lambda host, port: [ipaddress.ip_address("127.0.0.2")])
-    result = post(receiver.url("/ok"), b"{}", HEADERS, 2)  # libcurl connects to the literal 127.0.0.1
+    result = post(receiver.url("/ok"), b"{}", HEADERS, 2)  # the URL names the literal 127.0.0.1
     assert (result.delivered, result.error_class, result.error_message) == (
         False,
         "BlockedAddress",
@@ -573,11 +623,11 @@ def test_https_to_the_checked_address_verifies_the_certificate_against_the_host_
     server = _tls_receiver(cert, key)
     _resolve_to_loopback(monkeypatch)
     monkeypatch.setattr(transport.certifi, "where", lambda: str(cert))
-    transport.connections_close()  # a new handle, which loads this CA bundle
+    transport.connections_close()  # a new connection, made with this CA bundle
     try:
         result = post(f"https://hooks.customer.example:{server.port}/ok", b"{}", HEADERS, 3)
     finally:
-        transport.connections_close()  # the next test's handle trusts certifi's bundle again
+        transport.connections_close()  # the next test's connections trust certifi's bundle again
     server.thread.join(3)
     assert server.sni == ["hooks.customer.example"]
     if delivered:

@@ -8,9 +8,9 @@ request runs through the full settings.MIDDLEWARE. Both Django handlers resolve 
 URLconf. Kept for speed: bench/README.md, "Code kept for speed", "SCIM without Django's handler".
 
 Under a server with several threads per worker (server.web sets GRANIAN_BLOCKING_THREADS), the handlers
-run on one thread of the worker's, and requests take turns by who sent them (core.turns: a SCIM
-directory, else the credential, else the client's address); with one thread, or called directly (tests),
-they run on the caller's thread.
+run for one request at a time, and requests take turns by who sent them (core.turns: a SCIM directory,
+else the credential, else the client's address); with one thread, or called directly (tests), they run
+as they come.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ class SurfaceApplication:
 
         self.prefix = settings.SCIM_PATH_PREFIX
         self.directory_at = len(PREFIX)  # where a SCIM path's directory id starts
-        # Under a server with several threads per worker (server.web), one of them runs the application and
-        # requests take turns by sender (core.turns); with one thread, or called directly, it runs in place.
+        # Under a server with several threads per worker (server.web), requests take turns by sender
+        # (core.turns); with one thread, or called directly, the application runs as requests come.
         threads = _threads(os.environ.get("GRANIAN_BLOCKING_THREADS"))
-        self.runner = turns.Runner(self.handle, turns.hold_capacity(threads)) if threads > 1 else None
+        self.turns = turns.Turns(self.handle, turns.hold_capacity(threads)) if threads > 1 else None
         self.full = WSGIHandler()
         self.scim = ScimApplication(fallback=MiddlewareSubsetHandler(settings.SCIM_MIDDLEWARE))
 
@@ -68,7 +68,7 @@ class SurfaceApplication:
         refused = refuse(environ, start_response)
         if refused is not None:
             return refused
-        if self.runner is None:
+        if self.turns is None:
             return self.handle(environ, start_response)
         path = environ.get("PATH_INFO", "")
         if path.startswith(self.prefix):
@@ -76,7 +76,7 @@ class SurfaceApplication:
             sender = "d" + path[self.directory_at :].partition("/")[0]
         else:
             sender = _sender(environ)
-        return self.runner(sender, environ, start_response)
+        return self.turns(sender, environ, start_response)
 
     def handle(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         handler = self.scim if environ.get("PATH_INFO", "").startswith(self.prefix) else self.full

@@ -28,7 +28,7 @@ def api_key_admit(request: Request, principal: str | ApiKey) -> None:
         return
     setattr(request._request, ratelimit.REQUEST_ATTRIBUTE, verdict)
     if not verdict.allowed:
-        request._request.environ[turns.REFUSED] = True  # held a moment under a flood (core.turns.Runner)
+        request._request.environ[turns.REFUSED] = True  # held a moment under a flood (core.turns.Turns)
         raise RateLimited(
             f"Too many requests for this API key (its limit is {verdict.limit} per minute); "
             f"retry after {verdict.retry_after} seconds."

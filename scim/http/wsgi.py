@@ -119,7 +119,7 @@ class ScimApplication:
             if started:
                 _request_finished()
         if answer.status == 429:
-            environ[REFUSED] = True  # held a moment under a flood (core.turns.Runner)
+            environ[REFUSED] = True  # held a moment under a flood (core.turns.Turns)
         return [answer.body]
 
     def _host_allowed(self, environ: dict[str, Any]) -> bool:

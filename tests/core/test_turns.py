@@ -1,4 +1,5 @@
-"""core.turns: one thread runs the application, requests take turns by sender, a flood's refusals are held."""
+"""core.turns: one request at a time runs the application, requests take turns by sender, a flood's refusals
+are held."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from core import turns
-from core.turns import REFUSED, Runner
+from core.turns import REFUSED, Turns
 
 
 class Gate:
@@ -32,7 +33,7 @@ class Gate:
         return [environ["name"].encode()]
 
 
-def call(runner: Runner, key: str, name: str, answers: dict[str, Any], **environ: Any) -> threading.Thread:
+def call(runner: Turns, key: str, name: str, answers: dict[str, Any], **environ: Any) -> threading.Thread:
     def run() -> None:
         started = time.monotonic()
         answers[name] = (runner(key, {"name": name, **environ}, None), time.monotonic() - started)
@@ -42,7 +43,7 @@ def call(runner: Runner, key: str, name: str, answers: dict[str, Any], **environ
     return thread
 
 
-def queued(runner: Runner, count: int) -> None:
+def queued(runner: Turns, count: int) -> None:
     deadline = time.monotonic() + 10
     while runner.waiting() < count:
         assert time.monotonic() < deadline
@@ -51,7 +52,7 @@ def queued(runner: Runner, count: int) -> None:
 
 def test_waiting_requests_are_taken_round_robin_by_sender_in_order_within_one() -> None:
     app = Gate()
-    runner = Runner(app, hold_capacity=0)
+    runner = Turns(app, hold_capacity=0)
     answers: dict[str, Any] = {}
     threads = [call(runner, "flood", "f0", answers)]
     app.started.acquire()  # f0 runs; everything after it waits
@@ -71,60 +72,151 @@ def test_waiting_requests_are_taken_round_robin_by_sender_in_order_within_one() 
     assert {name: answer for name, (answer, _) in answers.items()} == {name: [name.encode()] for name in app.ran}
 
 
-def test_the_application_runs_on_one_thread_that_is_not_the_caller_s() -> None:
-    app = Gate()
-    runner = Runner(app, hold_capacity=0)
-    for _ in range(5):
-        app.release.release()
+def test_each_request_runs_on_its_caller_s_thread_one_at_a_time() -> None:
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:  # noqa: ANN401
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.002)  # long enough for the other callers to arrive meanwhile
+        with lock:
+            running -= 1
+        return [str(threading.get_ident()).encode()]
+
+    runner = Turns(app, hold_capacity=0)
     answers: dict[str, Any] = {}
-    for thread in [call(runner, f"k{i}", f"r{i}", answers) for i in range(5)]:
+    callers: dict[str, int] = {}
+
+    def run(name: str) -> None:
+        callers[name] = threading.get_ident()
+        answers[name] = runner(name[:2], {"name": name}, None)
+
+    threads = [threading.Thread(target=run, args=(f"k{i % 3}-{i}",)) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
         thread.join(10)
-    assert len(answers) == 5 and len(app.threads) == 1
-    assert threading.get_ident() not in app.threads
+    assert most == 1  # never two requests in the application at once
+    assert {name: int(answer[0]) for name, answer in answers.items()} == callers  # each on its own thread
+    assert runner.waiting() == 0
 
 
-def test_an_error_of_the_application_is_raised_to_its_caller_and_the_runner_goes_on() -> None:
+def test_every_turn_s_thread_uses_the_worker_s_one_database_connection() -> None:
+    from django.db import connections
+
+    seen: list[tuple[threading.Thread, Any]] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:  # noqa: ANN401
+        seen.append((threading.current_thread(), connections["default"]))
+        return [b"ok"]
+
+    runner = Turns(app, hold_capacity=0)
+    for _ in range(3):
+        thread = threading.Thread(target=runner, args=("k", {}, None))
+        thread.start()
+        thread.join(10)
+    assert len({thread for thread, _ in seen}) == 3
+    assert len({id(wrapper) for _, wrapper in seen}) == 1  # three threads, one connection
+    lent = seen[0][1]
+    assert lent.allow_thread_sharing
+    # Outside a turn a thread has no connection of the worker's: it would open its own.
+    outside: list[Any] = []
+    thread = threading.Thread(target=lambda: outside.append(connections["default"]))
+    thread.start()
+    thread.join(10)
+    assert outside[0] is not lent
+
+
+def test_an_error_of_the_application_is_raised_to_its_caller_and_the_turns_go_on() -> None:
     def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:  # noqa: ANN401
         if environ["fail"]:
             raise ValueError("the handler failed")
         return [b"ok"]
 
-    runner = Runner(app, hold_capacity=0)
+    runner = Turns(app, hold_capacity=0)
     with pytest.raises(ValueError, match="the handler failed"):
         runner("k", {"fail": True}, None)
     assert runner("k", {"fail": False}, None) == [b"ok"]
 
 
-def test_a_body_that_is_not_a_list_is_read_and_closed_on_the_runner_s_thread() -> None:
-    seen: list[tuple[str, int]] = []
+def test_a_body_that_is_not_a_list_is_read_and_closed_within_its_turn() -> None:
+    log: list[str] = []
+    closing = threading.Event()
 
     class Body:
         def __iter__(self) -> Iterator[bytes]:
-            seen.append(("read", threading.get_ident()))
+            log.append("read")
             yield b"a"
             yield b"b"
 
         def close(self) -> None:
-            seen.append(("closed", threading.get_ident()))
+            closing.wait(10)  # the next request is queued by now
+            log.append("closed")
 
-    runner = Runner(lambda environ, start_response: Body(), hold_capacity=0)
-    assert runner("k", {}, None) == [b"a", b"b"]
-    assert [what for what, _ in seen] == ["read", "closed"]
-    assert threading.get_ident() not in {thread for _, thread in seen}
+    def app(environ: dict[str, Any], start_response: Any) -> Any:  # noqa: ANN401
+        if environ["name"] == "streamed":
+            return Body()
+        log.append("next")
+        return [b"next"]
+
+    runner = Turns(app, hold_capacity=0)
+    answers: dict[str, Any] = {}
+    first = call(runner, "a", "streamed", answers)
+    deadline = time.monotonic() + 10
+    while "read" not in log:
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    second = call(runner, "b", "next", answers)
+    queued(runner, 1)
+    closing.set()
+    first.join(10)
+    second.join(10)
+    assert answers["streamed"][0] == [b"a", b"b"]
+    assert log == ["read", "closed", "next"]  # the next request ran only once the body was closed
 
 
-def test_a_new_process_starts_its_own_runner_thread() -> None:
-    runner = Runner(lambda environ, start_response: [threading.current_thread().name.encode()], hold_capacity=0)
-    assert runner("k", {}, None) == [b"roster-runner"]
-    before = {t.ident for t in threading.enumerate() if t.name == "roster-runner"}
-    runner._pid = -1  # what a forked child sees: the thread it inherited the object from is not there
-    assert runner("k", {}, None) == [b"roster-runner"]
-    assert len({t.ident for t in threading.enumerate() if t.name == "roster-runner"} - before) == 1
+def test_a_forked_child_starts_with_no_turn_taken() -> None:
+    import os
+    import signal
+
+    app = Gate()
+    runner = Turns(app, hold_capacity=0)
+    answers: dict[str, Any] = {}
+    holder = call(runner, "k", "held", answers)
+    app.started.acquire()  # the parent's turn is taken while it forks
+    pid = os.fork()
+    if pid == 0:  # the child: its own request runs at once, not behind the parent's
+        status = 1
+        try:
+            app.release.release()
+            status = 0 if runner("k", {"name": "child"}, None) == [b"child"] else 1
+        finally:
+            os._exit(status)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the child waited for a turn it inherited")
+            time.sleep(0.01)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        app.release.release()
+        holder.join(10)
+    assert answers["held"][0] == [b"held"]
 
 
 def test_a_refusal_is_held_while_its_sender_has_other_requests_open() -> None:
     app = Gate()
-    runner = Runner(app, hold_capacity=4)
+    runner = Turns(app, hold_capacity=4)
     answers: dict[str, Any] = {}
     first = call(runner, "flood", "f0", answers, refuse=True)
     app.started.acquire()
@@ -143,7 +235,7 @@ def test_a_refusal_is_held_while_its_sender_has_other_requests_open() -> None:
 
 def test_a_client_sending_one_request_at_a_time_is_refused_without_a_hold() -> None:
     app = Gate()
-    runner = Runner(app, hold_capacity=4)
+    runner = Turns(app, hold_capacity=4)
     held = []
     for i in range(3):
         app.release.release()
@@ -166,7 +258,7 @@ def test_no_more_than_hold_capacity_refusals_are_held_at_once(monkeypatch: pytes
 
     monkeypatch.setattr(turns, "sleep", sleep)
     app = Gate()
-    runner = Runner(app, hold_capacity=2)
+    runner = Turns(app, hold_capacity=2)
     answers: dict[str, Any] = {}
     blocker = call(runner, "flood", "first", answers)  # keeps the sender's requests open meanwhile
     app.started.acquire()
@@ -196,7 +288,7 @@ def test_the_web_application_keys_turns_by_directory_credential_or_address() -> 
     from config import wsgi
 
     app = wsgi.application
-    assert app.runner is None  # called directly (no GRANIAN_BLOCKING_THREADS): the caller's thread runs it
+    assert app.turns is None  # called directly (no GRANIAN_BLOCKING_THREADS): no turns, it runs as called
     assert wsgi._sender({"HTTP_AUTHORIZATION": "Bearer k1", "REMOTE_ADDR": "10.0.0.1"}) == "kBearer k1"
     assert wsgi._sender({"REMOTE_ADDR": "10.0.0.1"}) == "a10.0.0.1"
     assert wsgi._threads("64") == 64 and wsgi._threads(None) == 1 and wsgi._threads("many") == 1
